@@ -1,0 +1,217 @@
+"""The one mkdocs hook: expands the record directives in chapter Markdown (named in mkdocs.yml `hooks:`).
+
+Directives sit in HTML comments, so a page read on GitHub stays clean:
+
+    <!-- md:output eager_mode/complex_activation.py:profile -->
+        The recorded stdout of that snippet (of one named section, when given), in a content tab per
+        recorded device, CUDA first, each with a provenance line under it; a warning where the snippet
+        changed since it was recorded; "not yet recorded on CUDA" where there is no record.
+        lang= highlights the output as code: lang=python, or per device: lang=cuda:python,cpu:cpp.
+
+    <!-- md:value eager_mode/complex_activation.py profile.busy_us device=cpu fmt=,.0f -->
+        One number from the snippet's recorded results.json (a dotted key), inline in prose.
+        device= cuda|cpu (default cuda); fmt= a Python format spec (default: 3 significant digits);
+        scale= a factor applied first (100 turns a share into a percentage).
+
+An unknown directive, a snippet that does not exist or a key missing from a record fails the build with
+a message naming the page and the directive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).resolve().parents[1]
+SNIPPETS = ROOT / "snippets"
+OUTPUTS = ROOT / "docs" / "outputs"
+DEVICE_ORDER = ("cuda", "cpu")
+DEVICE_LABEL = {"cuda": "CUDA", "cpu": "CPU"}
+DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)?<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->", re.MULTILINE)
+INLINE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->")
+
+
+class DirectiveError(Exception):
+    pass
+
+
+@dataclass
+class Record:
+    device: str
+    folder: Path
+    manifest: dict
+    stale: bool
+
+    def text(self, name: str) -> str:
+        return (self.folder / name).read_text()
+
+    def results(self) -> dict:
+        path = self.folder / "files" / "results.json"
+        if not path.exists():
+            raise DirectiveError(f"the {self.device} record has no files/results.json")
+        return json.loads(path.read_text())
+
+
+def load_record(snippet: str, device: str, snippets: Path = SNIPPETS, outputs: Path = OUTPUTS) -> Record | None:
+    folder = outputs / device / snippet[: -len(".py")]
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    sha = hashlib.sha256((snippets / snippet).read_bytes()).hexdigest()
+    return Record(device, folder, manifest, stale=manifest.get("sha256") != sha)
+
+
+def provenance(record: Record, link: str) -> str:
+    env = record.manifest.get("environment", {})
+    if record.device == "cuda":
+        hardware = f"{env.get('gpu', 'unknown GPU')} (CUDA {env.get('cuda')}, driver {env.get('driver')})"
+    else:
+        hardware = f"{env.get('cpu', 'unknown CPU')} ({env.get('cpu_count')} cores)"
+    versions = f"torch {env.get('torch')}" + (f" · triton {env['triton']}" if env.get("triton") else "")
+    date = str(record.manifest.get("date", ""))[:10]
+    # A Markdown paragraph, so mkdocs checks the link to the record and rewrites it for the built site.
+    return (
+        f"Recorded on {hardware} · {versions} · Python {env.get('python')} · {date} · "
+        f"[record]({link}/manifest.json)\n{{: .provenance }}"
+    )
+
+
+def split_reference(reference: str) -> tuple[str, str | None]:
+    snippet, _, section = reference.partition(":")
+    if not snippet.endswith(".py"):
+        raise DirectiveError(f"'{reference}' must name a snippet file ending in .py")
+    return snippet, section or None
+
+
+def check_snippet(snippet: str, snippets: Path) -> None:
+    if not (snippets / snippet).is_file():
+        raise DirectiveError(f"snippet 'snippets/{snippet}' does not exist")
+
+
+def output_languages(options: list[str]) -> dict[str, str]:
+    languages = dict.fromkeys(DEVICE_ORDER, "text")
+    for option in options:
+        name, sep, value = option.partition("=")
+        if name != "lang" or not sep or not value:
+            raise DirectiveError(f"unknown option '{option}' (lang=LANG or lang=cuda:LANG,cpu:LANG)")
+        for item in value.split(","):
+            device, sep, language = item.rpartition(":")
+            if sep and device not in DEVICE_ORDER:
+                raise DirectiveError(f"lang={value}: '{device}' is not a device (cuda, cpu)")
+            for key in [device] if sep else DEVICE_ORDER:
+                languages[key] = language
+    return languages
+
+
+def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
+    if not args:
+        raise DirectiveError("md:output takes SNIPPET[:SECTION] [lang=...]")
+    snippet, section = split_reference(args[0])
+    languages = output_languages(args[1:])
+    check_snippet(snippet, snippets)
+    depth = page_path.count("/")
+    tabs = []
+    for device in DEVICE_ORDER:
+        label = DEVICE_LABEL[device]
+        record = load_record(snippet, device, snippets, outputs)
+        if record is None:
+            body = f'<p class="not-recorded">Not yet recorded on {label}.</p>'
+        else:
+            if section is None:
+                text = record.text("stdout.txt")
+            else:
+                sections = json.loads(record.text("sections.json"))
+                if section not in sections:
+                    raise DirectiveError(f"the {device} record of {snippet} printed nothing in section '{section}'")
+                text = sections[section]
+            fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+            link = "../" * depth + "outputs/" + record.folder.relative_to(outputs).as_posix()
+            body = f"{fence}{languages[device]}\n{text.rstrip()}\n{fence}\n\n{provenance(record, link)}"
+            if record.stale:
+                body = (
+                    f'!!! warning "Stale record"\n\n'
+                    f"    `snippets/{snippet}` changed after this output was recorded on {label}. "
+                    f"Remake it with `python scripts/regenerate.py --device {device} --only {snippet}`.\n\n" + body
+                )
+        tabs.append(f'=== "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
+    return "\n\n".join(tabs) + "\n"
+
+
+def render_value(args: list[str], snippets: Path, outputs: Path) -> str:
+    if not args:
+        raise DirectiveError("md:value takes SNIPPET KEY [device=cuda|cpu] [fmt=SPEC] [scale=FACTOR]")
+    snippet, key, options = args[0], (args[1] if len(args) > 1 else None), {}
+    for option in args[2:]:
+        name, sep, value = option.partition("=")
+        if not sep or name not in {"device", "fmt", "scale"}:
+            raise DirectiveError(f"unknown option '{option}' (device=, fmt=, scale=)")
+        options[name] = value
+    if key is None:
+        raise DirectiveError("md:value needs a KEY after the snippet")
+    check_snippet(snippet, snippets)
+    device = options.get("device", "cuda")
+    if device not in DEVICE_ORDER:
+        raise DirectiveError(f"device={device}: expected cuda or cpu")
+    record = load_record(snippet, device, snippets, outputs)
+    if record is None:
+        return f'<span class="not-recorded">not yet recorded on {DEVICE_LABEL[device]}</span>'
+    value = record.results()
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise DirectiveError(f"key '{key}' is not in the {device} record's results.json")
+        value = value[part]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = value * float(options.get("scale", 1))
+        text = format(value, options.get("fmt", ".3g"))
+    else:
+        text = str(value)
+    env = record.manifest.get("environment", {})
+    where = env.get("gpu") if device == "cuda" else env.get("cpu")
+    title = f"{key} from snippets/{snippet}, recorded on {where} on {str(record.manifest.get('date', ''))[:10]}"
+    stale = ' <span class="stale" title="the snippet changed since this was recorded">(stale)</span>'
+    return f'<span class="recorded" title="{html.escape(title)}">{html.escape(text)}</span>' + (
+        stale if record.stale else ""
+    )
+
+
+def expand(markdown: str, page_path: str, snippets: Path = SNIPPETS, outputs: Path = OUTPUTS) -> str:
+    """Expand every directive in a page's Markdown; raise PluginError naming the page on any mistake."""
+
+    def fail(match: re.Match, error: Exception):
+        return PluginError(f"{page_path}: {match.group(0).strip()}: {error}")
+
+    def block(match: re.Match) -> str:
+        name, args = match.group("name"), shlex.split(match.group("args"))
+        if name != "output":
+            return match.group(0)  # inline directives are handled below
+        try:
+            rendered = render_output(args, page_path, snippets, outputs)
+        except DirectiveError as error:
+            raise fail(match, error) from None
+        indent = match.group("indent") or ""
+        return "\n".join(indent + line if line else "" for line in rendered.splitlines())
+
+    def inline(match: re.Match) -> str:
+        name, args = match.group("name"), shlex.split(match.group("args"))
+        try:
+            if name == "value":
+                return render_value(args, snippets, outputs)
+            if name == "output":
+                raise DirectiveError("md:output must stand at the start of a line of its own")
+            raise DirectiveError(f"unknown directive 'md:{name}' (known: md:output, md:value)")
+        except DirectiveError as error:
+            raise fail(match, error) from None
+
+    return INLINE.sub(inline, DIRECTIVE.sub(block, markdown))
+
+
+def on_page_markdown(markdown, page, config, files):
+    return expand(markdown, page.file.src_uri)
