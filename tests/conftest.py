@@ -18,3 +18,17 @@ if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 pytest_plugins = ["harness"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Stale or missing CUDA records are listed, not failed: only a GPU box can remake them."""
+    from harness import all_snippets
+    from records import OUTPUTS, stale_records
+
+    missing = [s for s in all_snippets() if not (OUTPUTS / "cuda" / s[:-3] / "manifest.json").exists()]
+    stale = stale_records("cuda")
+    if missing or stale:
+        terminalreporter.section("CUDA records (remake on a GPU box: python scripts/regenerate.py --device cuda)")
+        for snippet in stale:
+            terminalreporter.line(f"stale    snippets/{snippet}")
+        terminalreporter.line(f"missing  {len(missing)} of {len(all_snippets())} snippets have no CUDA record")
