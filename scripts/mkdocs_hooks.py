@@ -11,7 +11,8 @@ Directives sit in HTML comments, so a page read on GitHub stays clean:
     <!-- md:value eager_mode/complex_activation.py profile.busy_us device=cpu fmt=,.0f -->
         One number from the snippet's recorded results.json (a dotted key), inline in prose.
         device= cuda|cpu (default cuda); fmt= a Python format spec (default: 3 significant digits);
-        scale= a factor applied first (100 turns a share into a percentage).
+        scale= a factor applied first (100 turns a share into a percentage); unit= text after the number
+        (unit=µs), left out with it when there is no record, so the prose reads "not yet recorded on CUDA".
 
 An unknown directive, a snippet that does not exist or a key missing from a record fails the build with
 a message naming the page and the directive.
@@ -119,6 +120,7 @@ def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path
     check_snippet(snippet, snippets)
     depth = page_path.count("/")
     tabs = []
+    recorded = [d for d in DEVICE_ORDER if load_record(snippet, d, snippets, outputs)]
     for device in DEVICE_ORDER:
         label = DEVICE_LABEL[device]
         record = load_record(snippet, device, snippets, outputs)
@@ -141,18 +143,20 @@ def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path
                     f"    `snippets/{snippet}` changed after this output was recorded on {label}. "
                     f"Remake it with `python scripts/regenerate.py --device {device} --only {snippet}`.\n\n" + body
                 )
-        tabs.append(f'=== "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
+        # The first tab with a record opens by default; the order stays CUDA first.
+        marker = "===!" if recorded and device == recorded[0] and device != DEVICE_ORDER[0] else "==="
+        tabs.append(f'{marker} "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
     return "\n\n".join(tabs) + "\n"
 
 
 def render_value(args: list[str], snippets: Path, outputs: Path) -> str:
     if not args:
-        raise DirectiveError("md:value takes SNIPPET KEY [device=cuda|cpu] [fmt=SPEC] [scale=FACTOR]")
+        raise DirectiveError("md:value takes SNIPPET KEY [device=cuda|cpu] [fmt=SPEC] [scale=FACTOR] [unit=TEXT]")
     snippet, key, options = args[0], (args[1] if len(args) > 1 else None), {}
     for option in args[2:]:
         name, sep, value = option.partition("=")
-        if not sep or name not in {"device", "fmt", "scale"}:
-            raise DirectiveError(f"unknown option '{option}' (device=, fmt=, scale=)")
+        if not sep or name not in {"device", "fmt", "scale", "unit"}:
+            raise DirectiveError(f"unknown option '{option}' (device=, fmt=, scale=, unit=)")
         options[name] = value
     if key is None:
         raise DirectiveError("md:value needs a KEY after the snippet")
@@ -173,6 +177,8 @@ def render_value(args: list[str], snippets: Path, outputs: Path) -> str:
         text = format(value, options.get("fmt", ".3g"))
     else:
         text = str(value)
+    if options.get("unit"):
+        text += ("" if options["unit"] == "%" else "\u202f") + options["unit"]
     env = record.manifest.get("environment", {})
     where = env.get("gpu") if device == "cuda" else env.get("cpu")
     title = f"{key} from snippets/{snippet}, recorded on {where} on {str(record.manifest.get('date', ''))[:10]}"
