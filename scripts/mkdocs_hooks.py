@@ -14,8 +14,14 @@ Directives sit in HTML comments, so a page read on GitHub stays clean:
         scale= a factor applied first (100 turns a share into a percentage); unit= text after the number
         (unit=µs), left out with it when there is no record, so the prose reads "not yet recorded on CUDA".
 
-An unknown directive, a snippet that does not exist or a key missing from a record fails the build with
-a message naming the page and the directive.
+    <!-- md:figure eager_mode/complex_activation.py timeline -->
+        A figure scripts/render_assets.py drew from the snippet's records, in a tab per device, in light
+        and dark versions (Material shows the one matching the palette); a timeline links its traces
+        for Perfetto. A figure drawn from an older record shows a warning.
+
+Every page that shows snippets gets a link to its notebook (docs/notebooks/, built by render_assets.py).
+An unknown directive, a snippet that does not exist, a key missing from a record or a figure never drawn
+fails the build with a message naming the page and the directive.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
+
+import render_assets
 
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
@@ -144,7 +152,45 @@ def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path
                     f"Remake it with `python scripts/regenerate.py --device {device} --only {snippet}`.\n\n" + body
                 )
         # The first tab with a record opens by default; the order stays CUDA first.
-        marker = "===!" if recorded and device == recorded[0] and device != DEVICE_ORDER[0] else "==="
+        marker = "===+" if recorded and device == recorded[0] and device != DEVICE_ORDER[0] else "==="
+        tabs.append(f'{marker} "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
+    return "\n\n".join(tabs) + "\n"
+
+
+def render_figure(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
+    if len(args) != 2:
+        raise DirectiveError("md:figure takes SNIPPET NAME")
+    snippet, name = args
+    check_snippet(snippet, snippets)
+    up = "../" * page_path.count("/")
+    tabs = []
+    recorded = [d for d in DEVICE_ORDER if load_record(snippet, d, snippets, outputs)]
+    for device in DEVICE_ORDER:
+        label = DEVICE_LABEL[device]
+        record = load_record(snippet, device, snippets, outputs)
+        if record is None:
+            body = f'<p class="not-recorded">Not yet recorded on {label}.</p>'
+        else:
+            source = render_assets.figure_sources(record.folder).get(name)
+            if source is None:
+                raise DirectiveError(f"the {device} record of {snippet} holds no data for a figure '{name}'")
+            folder = render_assets.FIGURES / device / record.folder.relative_to(outputs / device)
+            entry = (render_assets._read_json(folder / "figures.json") or {}).get(name)
+            if entry is None or not (folder / f"{name}.light.svg").exists():
+                raise DirectiveError(f"figure '{name}' was never drawn for {device}: run python scripts/render_assets.py")
+            where = up + folder.relative_to(render_assets.DOCS).as_posix()
+            alt = entry["alt"].replace("[", "(").replace("]", ")")
+            body = "\n".join(
+                f"![{alt}]({where}/{name}.{palette}.svg#only-{palette}){{ loading=lazy }}" for palette in ("light", "dark")
+            )
+            if entry.get("hash") != source["hash"]:
+                body = ('!!! warning "Stale figure"\n\n    Drawn from an older record: run '
+                        "`python scripts/render_assets.py`.\n\n" + body)
+            if source["kind"] == "timeline":
+                link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/files/"
+                traces = ", ".join(f"[`{t.name}`]({link}{t.name})" for t in source["traces"])
+                body += f"\n\nThe trace: {traces}, to open in [Perfetto](https://ui.perfetto.dev).\n{{: .provenance }}"
+        marker = "===+" if recorded and device == recorded[0] and device != DEVICE_ORDER[0] else "==="
         tabs.append(f'{marker} "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
     return "\n\n".join(tabs) + "\n"
 
@@ -196,10 +242,10 @@ def expand(markdown: str, page_path: str, snippets: Path = SNIPPETS, outputs: Pa
 
     def block(match: re.Match) -> str:
         name, args = match.group("name"), shlex.split(match.group("args"))
-        if name != "output":
+        if name not in BLOCKS:
             return match.group(0)  # inline directives are handled below
         try:
-            rendered = render_output(args, page_path, snippets, outputs)
+            rendered = BLOCKS[name](args, page_path, snippets, outputs)
         except DirectiveError as error:
             raise fail(match, error) from None
         indent = match.group("indent") or ""
@@ -210,14 +256,32 @@ def expand(markdown: str, page_path: str, snippets: Path = SNIPPETS, outputs: Pa
         try:
             if name == "value":
                 return render_value(args, snippets, outputs)
-            if name == "output":
-                raise DirectiveError("md:output must stand at the start of a line of its own")
-            raise DirectiveError(f"unknown directive 'md:{name}' (known: md:output, md:value)")
+            if name in BLOCKS:
+                raise DirectiveError(f"md:{name} must stand at the start of a line of its own")
+            raise DirectiveError(f"unknown directive 'md:{name}' (known: md:output, md:figure, md:value)")
         except DirectiveError as error:
             raise fail(match, error) from None
 
     return INLINE.sub(inline, DIRECTIVE.sub(block, markdown))
 
 
+BLOCKS = {"output": render_output, "figure": render_figure}
+
+
+def notebook_link(page_path: str) -> str:
+    """A line under the page title pointing at the page's notebook, where render_assets.py made one."""
+    notebook = render_assets.notebook_path(render_assets.DOCS / page_path)
+    if not notebook.exists():
+        return ""
+    target = "../" * page_path.count("/") + notebook.relative_to(render_assets.DOCS).as_posix()
+    return f"[:material-notebook-outline: This chapter as a notebook]({target}){{ .md-button .notebook-link }}\n\n"
+
+
 def on_page_markdown(markdown, page, config, files):
-    return expand(markdown, page.file.src_uri)
+    markdown = expand(markdown, page.file.src_uri)
+    link = notebook_link(page.file.src_uri)
+    if link:
+        # After the first heading, so the title stays first.
+        head, sep, rest = markdown.partition("\n")
+        markdown = head + sep + "\n" + link + rest if head.startswith("# ") else link + markdown
+    return markdown
