@@ -333,7 +333,7 @@ def build_notebook(page: Path) -> dict:
             note = (f"Output recorded on {device.upper()} ({hardware}, torch {env.get('torch')}) on "
                     f"{str(manifest.get('date', ''))[:10]}.")
             outputs = [{"output_type": "stream", "name": "stdout", "text": (folder / "stdout.txt").read_text()}]
-        cells.append(markdown_cell(f"## `snippets/{snippet}`\n\n{note}"))
+        cells.append(markdown_cell(f"## {snippet}\n\n{note}"))
         cells.append({"cell_type": "code", "execution_count": None, "id": cell_id(snippet, "code"),
                       "metadata": {}, "outputs": outputs, "source": source})
     return {

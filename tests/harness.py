@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,14 @@ def snippet(name: str):
         return run_snippet(name, tmp_path_factory.mktemp(name.replace("/", "-")[:-3]))
 
     return _run
+
+
+def build_site(out: Path) -> subprocess.CompletedProcess:
+    """`mkdocs build --strict` of the whole site into `out`."""
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
 
 
 def all_snippets() -> list[str]:

@@ -1,13 +1,12 @@
 """The site builds strictly, and no built page loads anything from a third-party host."""
 
-import os
 import re
-import subprocess
-import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
-from harness import ROOT
+from harness import build_site
 
 # Attributes through which a page *loads* something (links a reader clicks are fine).
 LOADS = re.compile(
@@ -21,11 +20,7 @@ LOADS = re.compile(
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
-    )
-    return out, result
+    return out, build_site(out)
 
 
 def test_strict_build_passes_without_warnings(site):
@@ -61,3 +56,47 @@ def test_chapter_shows_recorded_output_and_numbers(site):
     assert "Recorded on" in page and 'class="provenance"' in page
     assert page.count('class="recorded"') >= 5
     assert "aten::sin" in page
+
+
+class Anchors(HTMLParser):
+    """The ids a page defines and the links it holds."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids, self.links = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        for name in ("href", "src"):
+            if attrs.get(name) and not (tag == "link" and attrs.get("rel") == "canonical"):
+                self.links.append(attrs[name])
+
+
+def parse(path: Path) -> Anchors:
+    parser = Anchors()
+    parser.feed(path.read_text())
+    return parser
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    out, _ = site
+    pages = {page: parse(page) for page in out.rglob("*.html")}
+    broken = []
+    for page, parsed in pages.items():
+        for link in parsed.links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:", "data:")):
+                continue
+            base = out if parts.path.startswith("/") else page.parent  # 404.html links from the site root
+            target = (base / unquote(parts.path).lstrip("/")).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(out)}: {link} (no such file)")
+            elif parts.fragment and target.suffix == ".html":
+                ids = pages[target].ids if target in pages else parse(target).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append(f"{page.relative_to(out)}: {link} (no such anchor)")
+    assert not broken, "broken links:\n" + "\n".join(sorted(set(broken)))

@@ -1,0 +1,172 @@
+"""Every built page in a real headless Chromium: no console error, no failed or third-party request, images
+load, the copy button, content tabs, palette toggle and search work, and axe finds no accessibility problem
+in the content (alt text, heading order, contrast in both palettes).
+
+Screenshots at desktop and mobile widths go to .cache/screenshots/ (test artifacts, not committed).
+Needs Debian's `chromium` on PATH (the README's test command installs it) and the playwright package.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from harness import ROOT, build_site
+
+playwright = pytest.importorskip("playwright.sync_api", reason="the tests extra installs playwright")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None:
+    pytest.fail("Chromium is not installed: run the README's test command (it installs Debian's chromium)",
+                pytrace=False)
+
+AXE = (Path(__file__).parent / "assets" / "axe.min.js").read_text()
+SCREENSHOTS = ROOT / ".cache" / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+AXE_RULES = ["image-alt", "heading-order", "color-contrast", "link-name", "button-name", "document-title"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    result = build_site(out)
+    assert result.returncode == 0, result.stderr
+    handler = functools.partial(QuietHandler, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", out
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def site_pages(out: Path) -> list[str]:
+    return sorted(
+        p.relative_to(out).parent.as_posix() + "/" if p.name == "index.html" else p.relative_to(out).as_posix()
+        for p in out.rglob("*.html")
+        if p.name != "404.html"
+    )
+
+
+class Watch:
+    """Records what a page does wrong while it loads: console errors, failed and foreign requests."""
+
+    def __init__(self, page, origin: str):
+        self.problems: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: self.problems.append(f"failed request: {r.url} ({r.failure})"))
+        page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
+
+        def route(request_route):
+            url = request_route.request.url
+            if url.startswith(origin) or url.startswith("data:") or url.startswith("blob:"):
+                request_route.continue_()
+            else:
+                self.problems.append(f"third-party request: {url}")
+                request_route.abort()
+
+        page.route("**/*", route)
+
+
+def open_page(browser, base: str, path: str, width=1280, height=900, scheme=None):
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme or "light")
+    page = context.new_page()
+    watch = Watch(page, base)
+    page.goto(f"{base}/{path}", wait_until="networkidle")
+    return context, page, watch
+
+
+def test_every_page_loads_cleanly_with_images_and_screenshots(server, browser):
+    base, out = server
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for path in site_pages(out):
+        for label, width in (("desktop", 1280), ("mobile", 390)):
+            context, page, watch = open_page(browser, base, path, width=width)
+            # Lazy images load once scrolled to, and one of each light/dark pair is hidden: load and
+            # decode every image explicitly.
+            broken = page.evaluate(
+                """() => Promise.all(Array.from(document.images).map(i => {
+                     i.loading = 'eager';
+                     return i.decode().then(() => i.naturalWidth > 0 ? null : i.src, () => i.src);
+                   })).then(srcs => srcs.filter(Boolean))"""
+            )
+            problems += [f"{path}: image did not load: {src}" for src in broken]
+            problems += [f"{path} ({label}): {p}" for p in watch.problems]
+            name = (path.strip("/") or "index").replace("/", "__")
+            page.screenshot(path=str(SCREENSHOTS / f"{name}.{label}.png"), full_page=True)
+            context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_content_tabs_copy_button_and_palette_toggle_work(server, browser):
+    base, _ = server
+    context, page, watch = open_page(browser, base, "eager-mode/")
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+
+    tabs = page.locator(".tabbed-set").first
+    labels = tabs.locator(".tabbed-labels label")
+    assert labels.all_inner_texts() == ["CUDA", "CPU"]
+    labels.nth(0).click()
+    assert tabs.locator(".tabbed-block").nth(0).is_visible()
+    labels.nth(1).click()
+    assert tabs.locator(".tabbed-block").nth(1).is_visible()
+    assert not tabs.locator(".tabbed-block").nth(0).is_visible()
+
+    block = page.locator(".md-content pre").first
+    block.hover()
+    block.locator("button[data-md-type=copy], button.md-clipboard").first.click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert "def complex_activation" in copied
+
+    scheme = "document.body.getAttribute('data-md-color-scheme')"
+    before = page.evaluate(scheme)
+    page.locator("form[data-md-component=palette] label:visible").first.click()
+    assert page.evaluate(scheme) != before
+    assert not watch.problems, watch.problems
+    context.close()
+
+
+def test_search_finds_graph_break(server, browser):
+    base, _ = server
+    context, page, _ = open_page(browser, base, "")
+    page.locator("input.md-search__input").click()
+    page.locator("input.md-search__input").fill("graph break")
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=15_000)
+    assert results.count() > 0
+    context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_accessibility_of_the_content(server, browser, scheme):
+    base, out = server
+    problems = []
+    for path in site_pages(out):
+        context, page, _ = open_page(browser, base, path, scheme=scheme)
+        page.add_script_tag(content=AXE)
+        result = page.evaluate(
+            "rules => axe.run(document.querySelector('.md-content'), {runOnly: rules})"
+            ".then(r => r.violations.map(v => v.id + ': ' + v.nodes.length + ' node(s), e.g. '"
+            " + v.nodes[0].html.slice(0, 120)))",
+            AXE_RULES,
+        )
+        problems += [f"{path} ({scheme}): {v}" for v in result]
+        context.close()
+    assert not problems, "\n".join(problems)
