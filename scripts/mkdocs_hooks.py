@@ -19,6 +19,9 @@ Directives sit in HTML comments, so a page read on GitHub stays clean:
         and dark versions (Material shows the one matching the palette); a timeline links its traces
         for Perfetto. A figure drawn from an older record shows a warning.
 
+    <!-- md:records -->
+        A table of every snippet and its record on each device: hardware, versions, date, freshness.
+
 Every page that shows snippets gets a link to its notebook (docs/notebooks/, built by render_assets.py).
 An unknown directive, a snippet that does not exist, a key missing from a record or a figure never drawn
 fails the build with a message naming the page and the directive.
@@ -258,14 +261,66 @@ def expand(markdown: str, page_path: str, snippets: Path = SNIPPETS, outputs: Pa
                 return render_value(args, snippets, outputs)
             if name in BLOCKS:
                 raise DirectiveError(f"md:{name} must stand at the start of a line of its own")
-            raise DirectiveError(f"unknown directive 'md:{name}' (known: md:output, md:figure, md:value)")
+            raise DirectiveError(f"unknown directive 'md:{name}' (known: md:{', md:'.join([*BLOCKS, 'value'])})")
         except DirectiveError as error:
             raise fail(match, error) from None
 
-    return INLINE.sub(inline, DIRECTIVE.sub(block, markdown))
+    parts = []
+    for is_code, text in fenced_segments(markdown):
+        parts.append(text if is_code else INLINE.sub(inline, DIRECTIVE.sub(block, text)))
+    return "".join(parts)
 
 
-BLOCKS = {"output": render_output, "figure": render_figure}
+FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+
+
+def fenced_segments(markdown: str) -> list[tuple[bool, str]]:
+    """Split Markdown into (inside a fenced code block?, text), so directives shown as code stay code."""
+    segments: list[tuple[bool, list[str]]] = [(False, [])]
+    fence = None
+    for line in markdown.splitlines(keepends=True):
+        match = FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            segments.append((True, [line]))
+        elif fence is not None:
+            segments[-1][1].append(line)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                    and not line.strip()[len(match.group(1)):].strip():
+                fence = None
+                segments.append((False, []))
+        else:
+            segments[-1][1].append(line)
+    return [(code, "".join(lines)) for code, lines in segments if lines]
+
+
+def render_records(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
+    if args:
+        raise DirectiveError("md:records takes no arguments")
+    up = "../" * page_path.count("/")
+    rows = ["| Snippet | " + " | ".join(DEVICE_LABEL[d] for d in DEVICE_ORDER) + " |",
+            "|---|" + "---|" * len(DEVICE_ORDER)]
+    for snippet in sorted(p.relative_to(snippets).as_posix() for p in snippets.rglob("*.py")
+                          if not p.name.startswith("_") and "__pycache__" not in p.parts):
+        cells = []
+        for device in DEVICE_ORDER:
+            record = load_record(snippet, device, snippets, outputs)
+            if record is None:
+                cells.append("*not yet recorded*")
+                continue
+            env = record.manifest.get("environment", {})
+            where = env.get("gpu") if device == "cuda" else env.get("cpu")
+            state = "**stale**" if record.stale else "fresh"
+            link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/manifest.json"
+            cells.append(
+                f"{state} · [{str(record.manifest.get('date', ''))[:10]}]({link}) · {where} · "
+                f"torch {env.get('torch')} · {record.manifest.get('duration_s')} s"
+            )
+        rows.append(f"| `{snippet}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+BLOCKS = {"output": render_output, "figure": render_figure, "records": render_records}
 
 
 def notebook_link(page_path: str) -> str:

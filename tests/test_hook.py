@@ -89,3 +89,11 @@ def test_mistakes_fail_the_build_naming_page_and_directive(tree, markdown, messa
     with pytest.raises(PluginError) as error:
         render(tree, markdown, "chapter.md")
     assert str(error.value).startswith("chapter.md: <!-- md:") and message in str(error.value)
+
+
+def test_directives_inside_code_fences_stay_as_written(tree):
+    write_record(tree, "cpu")
+    markdown = "````markdown\n<!-- md:output demo/hello.py -->\n```\nnested\n```\n````\n<!-- md:output demo/hello.py -->\n"
+    page = render(tree, markdown)
+    assert page.startswith("````markdown\n<!-- md:output demo/hello.py -->\n```\nnested\n```\n````\n")
+    assert page.count('=== "CPU"') + page.count('===+ "CPU"') == 1
