@@ -123,6 +123,16 @@ def output_languages(options: list[str]) -> dict[str, str]:
     return languages
 
 
+def tab(device: str, recorded: list[str], body: str) -> str:
+    """One content tab. The first tab of a directive starts a new tab set (===!), so two directives in a
+    row do not merge into one set; the first device with a record is the tab that opens (===+)."""
+    marker = "===!" if device == DEVICE_ORDER[0] else "==="
+    if recorded and device == recorded[0] and device != DEVICE_ORDER[0]:
+        marker = "===+"
+    indented = "\n".join("    " + line if line else "" for line in body.splitlines())
+    return f'{marker} "{DEVICE_LABEL[device]}"\n\n{indented}'
+
+
 def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
     if not args:
         raise DirectiveError("md:output takes SNIPPET[:SECTION] [lang=...]")
@@ -155,8 +165,7 @@ def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path
                     f"Remake it with `python scripts/regenerate.py --device {device} --only {snippet}`.\n\n" + body
                 )
         # The first tab with a record opens by default; the order stays CUDA first.
-        marker = "===+" if recorded and device == recorded[0] and device != DEVICE_ORDER[0] else "==="
-        tabs.append(f'{marker} "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
+        tabs.append(tab(device, recorded, body))
     return "\n\n".join(tabs) + "\n"
 
 
@@ -193,8 +202,7 @@ def render_figure(args: list[str], page_path: str, snippets: Path, outputs: Path
                 link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/files/"
                 traces = ", ".join(f"[`{t.name}`]({link}{t.name})" for t in source["traces"])
                 body += f"\n\nThe trace: {traces}, to open in [Perfetto](https://ui.perfetto.dev).\n{{: .provenance }}"
-        marker = "===+" if recorded and device == recorded[0] and device != DEVICE_ORDER[0] else "==="
-        tabs.append(f'{marker} "{label}"\n\n' + "\n".join("    " + line if line else "" for line in body.splitlines()))
+        tabs.append(tab(device, recorded, body))
     return "\n\n".join(tabs) + "\n"
 
 
@@ -266,32 +274,11 @@ def expand(markdown: str, page_path: str, snippets: Path = SNIPPETS, outputs: Pa
             raise fail(match, error) from None
 
     parts = []
-    for is_code, text in fenced_segments(markdown):
+    for is_code, text in render_assets.fenced_segments(markdown):
         parts.append(text if is_code else INLINE.sub(inline, DIRECTIVE.sub(block, text)))
     return "".join(parts)
 
 
-FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
-
-
-def fenced_segments(markdown: str) -> list[tuple[bool, str]]:
-    """Split Markdown into (inside a fenced code block?, text), so directives shown as code stay code."""
-    segments: list[tuple[bool, list[str]]] = [(False, [])]
-    fence = None
-    for line in markdown.splitlines(keepends=True):
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(1)
-            segments.append((True, [line]))
-        elif fence is not None:
-            segments[-1][1].append(line)
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
-                    and not line.strip()[len(match.group(1)):].strip():
-                fence = None
-                segments.append((False, []))
-        else:
-            segments[-1][1].append(line)
-    return [(code, "".join(lines)) for code, lines in segments if lines]
 
 
 def render_records(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:

@@ -71,7 +71,8 @@ def records() -> list[tuple[str, Path]]:
 def figure_sources(record: Path) -> dict[str, dict]:
     """name -> {"kind", "spec" or "traces", "hash"} for one record."""
     sources = {}
-    traces = sorted((record / "files").glob("*trace*.json"))
+    # Eager first, so it sits above whatever it is compared with.
+    traces = sorted((record / "files").glob("*trace*.json"), key=lambda t: (not t.name.startswith("eager"), t.name))
     if traces:
         sources["timeline"] = {"kind": "timeline", "traces": traces,
                                "hash": digest(*(t.read_bytes() for t in traces))}
@@ -231,19 +232,25 @@ def draw_bars(spec: dict, colors: dict, kind: str):
             ecolor=colors["fg"], capsize=4, height=0.6)
     ax.set_yticks(positions, [b["label"] for b in bars])
     unit = "GB/s" if kind == "bandwidth" else spec.get("unit", "")
-    for pos, value in zip(positions, values):
-        ax.text(value, pos, f"  {value:,.3g} {unit}", va="center", fontsize=9)
+    ends = [b.get("hi", b[key]) for b in bars]
+    for pos, value, end in zip(positions, values, ends):
+        ax.text(end, pos, f"  {readable(value)} {unit}", va="center", fontsize=9)
     if kind == "bandwidth":
         ax.axvline(spec["peak_gbps"], color=colors["fg"], linestyle="--", linewidth=1)
         ax.text(spec["peak_gbps"], len(bars) - 0.4, f" {spec.get('peak_label', 'peak')}", fontsize=8)
     ax.set_xlabel(unit)
-    ax.set_xlim(0, max(values + ([spec["peak_gbps"]] if kind == "bandwidth" else [])) * 1.25)
+    ax.set_xlim(0, max(ends + ([spec["peak_gbps"]] if kind == "bandwidth" else [])) * 1.3)
     ax.set_title(spec.get("title", ""), loc="left", fontsize=10)
     ax.grid(axis="x", alpha=0.6)
     for spine in ("top", "right"):
         ax.spines[spine].set_visible(False)
-    alt = f"{spec.get('title', 'Bar chart')}: " + "; ".join(f"{b['label']} {b[key]:,.3g} {unit}" for b in bars)
+    alt = f"{spec.get('title', 'Bar chart')}: " + "; ".join(f"{b['label']} {readable(b[key])} {unit}" for b in bars)
     return fig, alt
+
+
+def readable(value: float) -> str:
+    """1234.5 -> '1,234'; 12.345 -> '12.3'; 0.01234 -> '0.0123'."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def draw_sweep(spec: dict, colors: dict):
@@ -274,13 +281,40 @@ def draw_sweep(spec: dict, colors: dict):
 # ----------------------------------------------------------------------------------------- notebooks
 
 
+FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+
+
+def fenced_segments(markdown: str) -> list[tuple[bool, str]]:
+    """Split Markdown into (inside a fenced code block?, text), so directives shown as code stay code."""
+    segments: list[tuple[bool, list[str]]] = [(False, [])]
+    fence = None
+    for line in markdown.splitlines(keepends=True):
+        match = FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            segments.append((True, [line]))
+        elif fence is not None:
+            segments[-1][1].append(line)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                    and not line.strip()[len(match.group(1)):].strip():
+                fence = None
+                segments.append((False, []))
+        else:
+            segments[-1][1].append(line)
+    return [(code, "".join(lines)) for code, lines in segments if lines]
+
+
 def page_snippets(page: Path) -> list[str]:
-    """The snippets a page shows, in the order it first shows them."""
-    text = page.read_text()
-    found = sorted(
-        [(m.start(), m.group(1)) for m in INCLUDE.finditer(text)]
-        + [(m.start(), m.group(1)) for m in DIRECTIVE_SNIPPET.finditer(text)]
-    )
+    """The snippets a page shows, in the order it first shows them (examples inside a ```markdown
+    block, as on the contributing page, do not count)."""
+    found, offset = [], 0
+    for is_code, text in fenced_segments(page.read_text()):
+        if not is_code:
+            found += [(offset + m.start(), m.group(1)) for m in DIRECTIVE_SNIPPET.finditer(text)]
+        elif not re.match(r"[ \t]*(`{3,}|~{3,})\s*(markdown|md)\b", text):
+            found += [(offset + m.start(), m.group(1)) for m in INCLUDE.finditer(text)]
+        offset += len(text)
+    found.sort()
     ordered = []
     for _, name in found:
         if name not in ordered and (SNIPPETS / name).is_file():

@@ -40,7 +40,7 @@ def test_output_shows_a_tab_per_device_cuda_first_with_provenance(tree):
     write_record(tree, "cuda", stdout="on the gpu\n")
     write_record(tree, "cpu", stdout="on the cpu\n")
     page = render(tree, "<!-- md:output demo/hello.py -->\n")
-    assert page.index('=== "CUDA"') < page.index('=== "CPU"')
+    assert page.index('===! "CUDA"') < page.index('=== "CPU"')
     assert "    on the gpu" in page and "    on the cpu" in page
     assert "Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch 2.13.0 · triton 3.7.1" in page
     assert "Recorded on Test CPU (2 cores)" in page

@@ -1,0 +1,115 @@
+"""Guards: the checks Dynamo runs before reusing a compiled graph, and the changes that make them fail.
+
+    python snippets/dissecting/dynamo_guards.py
+
+Prints a few representative guards from TORCH_LOGS=guards (captured from the logger, normalised), then
+counts compilations as the dtype, the shape and requires_grad of an input change, with the guard that
+failed each time (TORCH_LOGS=recompiles). Writes results.json to $SNIPPET_OUTPUT_DIR, or to a fresh
+temporary folder.
+"""
+
+import collections
+import json
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import torch
+import torch._dynamo.testing
+
+OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="dynamo_guards-"))
+device = "cuda" if torch.cuda.is_available() else "cpu"
+results = {"device": device}
+
+
+def soft_sign_gate(a, b):
+    x = a / (torch.abs(a) + 1)
+    return x * b
+
+
+# --8<-- [start:capture]
+class Collect(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def logged(artifact, fn):
+    """Run fn() with TORCH_LOGS=<artifact> on; return the messages instead of letting them reach stderr."""
+    logger = logging.getLogger(f"torch._dynamo.guards.__{artifact}")  # where Dynamo logs that artifact
+    handler, propagate = Collect(), logger.propagate
+    torch._logging.set_logs(**{artifact: True})
+    logger.addHandler(handler)
+    logger.propagate = False  # keep the messages off torch's stderr handler
+    try:
+        fn()
+    finally:
+        logger.propagate = propagate
+        logger.removeHandler(handler)
+        torch._logging.set_logs()  # back to the default: nothing logged
+    return handler.messages
+# --8<-- [end:capture]
+
+
+# --8<-- [start:guards]
+a, b = torch.randn(8, device=device), torch.randn(8, device=device)
+messages = logged("guards", lambda: torch.compile(soft_sign_gate, backend="eager")(a, b))
+tree = next(m for m in messages if "TREE_GUARD_MANAGER" in m).splitlines()
+kinds = collections.Counter(m.group(1) for m in map(re.compile(r"\+- ([A-Z_]+):").search, tree) if m)
+shown = re.compile(r"\+- (RootGuardManager|GLOBAL_STATE|GuardManager: source=L\[|TENSOR_MATCH)")
+for line in tree:
+    if shown.search(line):
+        line = re.sub(r"\s+#.*$", "", line)                    # drop the source-line comment
+        line = re.sub(r"(source=L\['\w+'\]),.*", r"\1", line)  # drop accessor details
+        line = re.sub(r"(___check_global_state\(\)) against \{.*\}", r"\1 against {grad_mode, autocast, ...}", line)
+        print(line)
+print(f"{sum(kinds.values())} guards in all: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+# --8<-- [end:guards]
+results["guard_kinds"], results["guard_count"] = dict(kinds), sum(kinds.values())
+
+# --8<-- [start:recompiles]
+torch._dynamo.reset()
+counter = torch._dynamo.testing.CompileCounter()  # a backend that counts the graphs it is handed
+# dynamic=False: every new shape gets its own graph (see automatic dynamic shapes below).
+compiled = torch.compile(soft_sign_gate, backend=counter, dynamic=False)
+calls = [  # (key, what changed, the call)
+    ("first", "float32, size 8", lambda: compiled(a, b)),
+    ("new_values", "float32, size 8, new values", lambda: compiled(a + 1, b)),
+    ("dtype", "float64, size 8", lambda: compiled(a.double(), b.double())),
+    ("shape", "float32, size 16", lambda: compiled(a.repeat(2), b.repeat(2))),
+    ("requires_grad", "float32, size 8, requires_grad", lambda: compiled(a.clone().requires_grad_(), b)),
+    ("again", "float32, size 8 again", lambda: compiled(a, b)),
+]
+rows = {}
+print(f"{'call':<32} {'graphs':>6}  why: the guard of graph 0 that failed")
+for key, label, call in calls:
+    before = counter.frame_count
+    reasons = logged("recompiles", call)  # one message per recompilation, listing every guard that failed
+    if reasons:
+        failed = re.search(r"- 0/0: (.*)", reasons[0]).group(1)
+    else:
+        failed = "(first call: nothing to reuse yet)" if counter.frame_count > before else "(none: graph reused)"
+    rows[key] = {"call": label, "graphs": counter.frame_count, "reason": failed}
+    print(f"{label:<32} {counter.frame_count:>6}  {failed}")
+# --8<-- [end:recompiles]
+results["recompiles"] = rows
+
+# --8<-- [start:automatic_dynamic]
+torch._dynamo.reset()
+counter = torch._dynamo.testing.CompileCounter()
+compiled = torch.compile(soft_sign_gate, backend=counter)  # the default: dynamic=None
+graphs_after = {}
+for n in (8, 16, 32, 64):
+    compiled(torch.randn(n, device=device), torch.randn(n, device=device))
+    graphs_after[n] = counter.frame_count
+    print(f"size {n:>2}: {counter.frame_count} graph(s) compiled so far")
+# --8<-- [end:automatic_dynamic]
+results["automatic_dynamic"] = graphs_after
+results["recompile_limit"] = getattr(torch._dynamo.config, "recompile_limit", None) or torch._dynamo.config.cache_size_limit
+
+(OUT / "results.json").write_text(json.dumps(results, indent=2))
