@@ -32,3 +32,14 @@ def pytest_terminal_summary(terminalreporter):
         for snippet in stale:
             terminalreporter.line(f"stale    snippets/{snippet}")
         terminalreporter.line(f"missing  {len(missing)} of {len(all_snippets())} snippets have no CUDA record")
+
+
+def pytest_collection_modifyitems(items):
+    """With `--dist loadgroup`, keep each test module on one worker (its snippet runs once there), but
+    spread the browser's per-page tests over all workers: they are the slowest part of the suite."""
+    import pytest
+
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if not (item.module.__name__ == "test_browser" and "path" in params):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
