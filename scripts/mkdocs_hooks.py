@@ -188,13 +188,19 @@ def render_figure(args: list[str], page_path: str, snippets: Path, outputs: Path
                 raise DirectiveError(f"the {device} record of {snippet} holds no data for a figure '{name}'")
             folder = render_assets.FIGURES / device / record.folder.relative_to(outputs / device)
             entry = (render_assets._read_json(folder / "figures.json") or {}).get(name)
-            if entry is None or not (folder / f"{name}.light.svg").exists():
+            files = render_assets.figure_files(folder, name, source["kind"])
+            if entry is None or not all(f.exists() for f in files):
                 raise DirectiveError(f"figure '{name}' was never drawn for {device}: run python scripts/render_assets.py")
             where = up + folder.relative_to(render_assets.DOCS).as_posix()
             alt = entry["alt"].replace("[", "(").replace("]", ")")
-            body = "\n".join(
-                f"![{alt}]({where}/{name}.{palette}.svg#only-{palette}){{ loading=lazy }}" for palette in ("light", "dark")
-            )
+            if source["kind"] == "graph":
+                # Mermaid draws it in the browser; the alt text stays readable without it.
+                body = f"```mermaid\n{files[0].read_text().rstrip()}\n```\n\n{alt}\n{{: .provenance }}"
+            else:
+                body = "\n".join(
+                    f"![{alt}]({where}/{name}.{palette}.svg#only-{palette}){{ loading=lazy }}"
+                    for palette in ("light", "dark")
+                )
             if entry.get("hash") != source["hash"]:
                 body = ('!!! warning "Stale figure"\n\n    Drawn from an older record: run '
                         "`python scripts/render_assets.py`.\n\n" + body)

@@ -7,6 +7,9 @@ Figures, into docs/figures/<device>/<snippet path without .py>/<name>.{light,dar
   - every profiler trace a snippet wrote (files/*trace*.json): one figure, "timeline", with a CPU lane
     (the ops Python dispatched) above a GPU lane (one bar per kernel) for each trace, all on one time
     scale, so eager and compiled can be compared by eye;
+  - every FX graph a snippet saved as text (files/<name>.fxgraph.txt, `str(gm.graph)`, several graphs one
+    after another for a graph break): one Mermaid diagram, "<name>", a box per node and an arrow per use,
+    nodes nobody uses dashed, each graph in its own frame;
   - every entry of results.json's "figures" object, keyed by figure name, by its "kind":
       bars       {"title", "unit", "bars": [{"label", "value", "lo"?, "hi"?}]}
       sweep      {"title", "x_label", "y_label", "x": [...], "series": [{"label", "y", "lo"?, "hi"?}],
@@ -76,6 +79,9 @@ def figure_sources(record: Path) -> dict[str, dict]:
     if traces:
         sources["timeline"] = {"kind": "timeline", "traces": traces,
                                "hash": digest(*(t.read_bytes() for t in traces))}
+    for graph in sorted((record / "files").glob("*.fxgraph.txt")):
+        name = graph.name[: -len(".fxgraph.txt")]
+        sources[name] = {"kind": "graph", "graph": graph, "hash": digest(graph.read_bytes())}
     results = record / "files" / "results.json"
     if results.exists():
         specs = json.loads(results.read_text()).get("figures", {})
@@ -96,10 +102,16 @@ def stale_figures() -> list[str]:
         index = _read_json(folder / "figures.json") or {}
         for name, source in figure_sources(record).items():
             entry = index.get(name)
-            files = [folder / f"{name}.{p}.svg" for p in PALETTES]
+            files = figure_files(folder, name, source["kind"])
             if not entry or entry.get("hash") != source["hash"] or not all(f.exists() for f in files):
                 stale.append(f"{folder.relative_to(ROOT)}/{name}")
     return stale
+
+
+def figure_files(folder: Path, name: str, kind: str) -> list[Path]:
+    if kind == "graph":
+        return [folder / f"{name}.mmd"]  # Mermaid draws it in the page, in the page's palette
+    return [folder / f"{name}.{palette}.svg" for palette in PALETTES]
 
 
 def _read_json(path: Path):
@@ -127,14 +139,16 @@ def render_figures(force: bool = False) -> int:
         folder = figure_dir(device, record)
         index = _read_json(folder / "figures.json") or {}
         for name, source in sources.items():
-            if not force and index.get(name, {}).get("hash") == source["hash"] and all(
-                (folder / f"{name}.{p}.svg").exists() for p in PALETTES
-            ):
+            files = figure_files(folder, name, source["kind"])
+            if not force and index.get(name, {}).get("hash") == source["hash"] and all(f.exists() for f in files):
                 continue
             folder.mkdir(parents=True, exist_ok=True)
-            alt = None
-            for palette in PALETTES:
-                alt = draw(source, palette, folder / f"{name}.{palette}.svg")
+            if source["kind"] == "graph":
+                text, alt = fx_to_mermaid(source["graph"].read_text())
+                files[0].write_text(text)
+            else:
+                for palette in PALETTES:
+                    alt = draw(source, palette, folder / f"{name}.{palette}.svg")
             index[name] = {"hash": source["hash"], "alt": alt}
             count += 1
             print(f"figure  {folder.relative_to(ROOT)}/{name}", flush=True)
@@ -276,6 +290,59 @@ def draw_sweep(spec: dict, colors: dict):
     where = f"; marked at {mark['x']} ({mark.get('label', '')})" if mark and mark.get("x") is not None else ""
     alt = f"{spec.get('title', 'Sweep')}: {names} against {spec.get('x_label', 'x')}{where}."
     return fig, alt
+
+
+FX_NODE = re.compile(r"^\s*%(\w+) : .*?\[num_users=(\d+)\] = (\w+)\[target=([^\]]*)\](.*)$")
+FX_RETURN = re.compile(r"^\s*return (.*)$")
+
+
+def fx_to_mermaid(text: str) -> tuple[str, str]:
+    """Mermaid flowchart source for the FX graph(s) printed in `text`, and an alt text for it."""
+    lines = ["flowchart LR", "  classDef unused stroke-dasharray: 5 5, opacity: 0.6"]
+    graphs = [g for g in re.split(r"^graph\(\):\s*$", text, flags=re.MULTILINE) if g.strip()]
+    summaries = []
+    for index, graph in enumerate(graphs):
+        prefix = f"g{index}_"
+        framed = len(graphs) > 1  # a graph break: one frame per graph
+        if framed:
+            lines.append(f'  subgraph {prefix}frame["graph {index + 1}"]')
+        names, ops, unused = set(), [], []
+        for line in graph.splitlines():
+            node, ret = FX_NODE.match(line), FX_RETURN.match(line)
+            if node:
+                name, users, opcode, target, rest = node.groups()
+                label = fx_label(opcode, target)
+                shape = f'(["{label}"])' if opcode == "placeholder" else f'["{label}"]'
+                lines.append(f"    {prefix}{name}{shape}")
+                for used in re.findall(r"%(\w+)", rest):
+                    if used in names:
+                        lines.append(f"    {prefix}{used} --> {prefix}{name}")
+                if users == "0":  # computed, or passed in, for nothing
+                    lines.append(f"    class {prefix}{name} unused")
+                    unused.append(label)
+                if opcode not in ("placeholder", "get_attr"):
+                    ops.append(label)
+                names.add(name)
+            elif ret:
+                lines.append(f'    {prefix}output(["output"])')
+                for used in re.findall(r"\b(\w+)\b", ret.group(1)):
+                    if used in names:
+                        lines.append(f"    {prefix}{used} --> {prefix}output")
+        if framed:
+            lines.append("  end")
+        summaries.append(", ".join(ops) + (f" (unused: {', '.join(unused)})" if unused else ""))
+    alt = "; ".join(f"graph {i + 1}: {s}" for i, s in enumerate(summaries))
+    return "\n".join(lines) + "\n", f"Computation graph ({alt})."
+
+
+def fx_label(opcode: str, target: str) -> str:
+    """'torch.sin' -> 'sin', 'aten.mm.default' -> 'mm', a method -> '.sum', an input -> its name."""
+    if opcode == "call_method":
+        return "." + target
+    if opcode in ("placeholder", "get_attr", "call_module"):
+        return target
+    parts = [p for p in target.split(".") if p not in ("default", "Tensor", "Scalar")]
+    return parts[-1] if parts else target
 
 
 # ----------------------------------------------------------------------------------------- notebooks

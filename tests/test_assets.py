@@ -28,8 +28,9 @@ def test_every_figure_a_page_shows_was_drawn_from_its_records():
                     f"{page.relative_to(ROOT)} shows figure {name!r} of {snippet}, but its {device} record has no data for it"
                 )
                 folder = render_assets.FIGURES / device / snippet[:-3]
-                for palette in render_assets.PALETTES:
-                    assert (folder / f"{name}.{palette}.svg").exists(), f"{folder}/{name}.{palette}.svg is missing"
+                kind = render_assets.figure_sources(record)[name]["kind"]
+                for path in render_assets.figure_files(folder, name, kind):
+                    assert path.exists(), f"{path.relative_to(ROOT)} is missing: run python scripts/render_assets.py"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(render_assets.DOCS)) for p in PAGES])

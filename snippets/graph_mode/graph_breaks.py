@@ -70,6 +70,8 @@ for name, model in [("with print", chatty), ("without print", quiet)]:
         frame = r.user_stack[-1] if r.user_stack else None
         where = f" at line {frame.lineno}: {frame.line.strip()}" if frame else ""
         print(f"  break {i + 1}{where}\n    reason: {reason}")
+    # Each captured graph, for the diagram on the page (scripts/render_assets.py draws *.fxgraph.txt).
+    (OUT / f"{name.replace(' ', '_')}.fxgraph.txt").write_text("".join(str(g.graph) for g in report.graphs))
     explained[name] = {
         "graph_count": report.graph_count,
         "graph_break_count": report.graph_break_count,

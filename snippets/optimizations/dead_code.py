@@ -54,6 +54,7 @@ dynamo_graphs, aten_graphs = [], []
 def inductor_showing_graphs(graph_module, example_inputs):
     """A torch.compile backend: keep the graph TorchDynamo captured, then compile it with Inductor."""
     dynamo_graphs.append(graph_module.code.strip())
+    (OUT / "captured.fxgraph.txt").write_text(str(graph_module.graph))  # drawn on the page
     return compile_fx(graph_module, example_inputs)
 
 
@@ -81,6 +82,7 @@ print(f"matmuls: {dynamo_matmuls} captured, {aten_matmuls} lowered, {code_matmul
 # --8<-- [end:graphs]
 results["allclose"] = torch.allclose(out, mlp(*args), rtol=tolerance, atol=tolerance)
 results["matmuls"] = {"dynamo": dynamo_matmuls, "aten": aten_matmuls, "generated_code": code_matmuls}
+(OUT / "lowered.fxgraph.txt").write_text(aten_graphs[0] + "\n")  # drawn on the page
 results["gating1_unused_in_aten_graph"] = bool(re.search(r"%arg2_1 : \[num_users=0\]", aten_graphs[0]))
 
 
