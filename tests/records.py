@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ROOT, SNIPPETS
-from regenerate import DEVICES, source_sha256
+from regenerate import DEVICES, MANIFEST_KEYS, source_sha256
 
 OUTPUTS = ROOT / "docs" / "outputs"
 
@@ -55,3 +56,41 @@ def stale_records(device: str) -> list[str]:
         if not fresh:
             stale.append(record.snippet)
     return stale
+
+
+def manifest_problems(record: RecordState, root: Path = ROOT) -> list[str]:
+    """What is wrong with one record's manifest and files, each message naming the file."""
+    where = record.manifest_path.relative_to(root)
+    try:
+        manifest = record.manifest()
+    except ValueError as error:
+        return [f"{where} is not valid JSON: {error}"]
+    if not isinstance(manifest, dict):
+        return [f"{where} is not a JSON object"]
+    missing = [key for key in MANIFEST_KEYS if key not in manifest]
+    if missing:
+        return [f"{where} lacks {missing}"]
+    problems = []
+    env = manifest["environment"]
+    checks = [
+        (manifest["snippet"] == f"snippets/{record.snippet}", f"names {manifest['snippet']}"),
+        (manifest["device"] == record.device, f"says device {manifest['device']}"),
+        (isinstance(manifest["sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", manifest["sha256"]),
+         "sha256 is not a hex digest"),
+        (manifest["exit_status"] == 0, "records a failed run"),
+        (isinstance(manifest["duration_s"], (int, float)) and manifest["duration_s"] >= 0, "has no duration"),
+        (isinstance(env, dict) and env.get("torch"), "does not name its torch version"),
+        (record.device != "cuda" or (isinstance(env, dict) and env.get("gpu")), "is a CUDA record naming no GPU"),
+    ]
+    problems += [f"{where} {message}" for ok, message in checks if not ok]
+    for name in ("stdout.txt", "sections.json"):
+        if not (record.folder / name).is_file():
+            problems.append(f"{where.parent}/{name} is missing")
+    for name in ("sections.json", "files/results.json"):
+        path = record.folder / name
+        if path.is_file():
+            try:
+                json.loads(path.read_text())
+            except ValueError as error:
+                problems.append(f"{path.relative_to(root)} is not valid JSON: {error}")
+    return problems

@@ -55,3 +55,24 @@ def test_rendering_is_deterministic(tmp_path):
     assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
     committed = json.loads((render_assets.FIGURES / "cpu/eager_mode/complex_activation/figures.json").read_text())
     assert "timeline" in committed
+
+
+def test_fx_graph_text_becomes_a_mermaid_diagram():
+    text = (
+        "graph():\n"
+        "    %x : [num_users=1] = placeholder[target=x]\n"
+        "    %w : [num_users=0] = placeholder[target=w]\n"
+        "    %sin : [num_users=1] = call_function[target=torch.sin](args = (%x,), kwargs = {})\n"
+        "    %mm : [num_users=0] = call_function[target=aten.mm.default](args = (%x, %x), kwargs = {})\n"
+        "    return (sin,)\n"
+        "graph():\n"
+        "    %y : [num_users=1] = placeholder[target=y]\n"
+        "    %sum_1 : [num_users=1] = call_method[target=sum](args = (%y,), kwargs = {})\n"
+        "    return sum_1\n"
+    )
+    mermaid, alt = render_assets.fx_to_mermaid(text)
+    assert mermaid.startswith("flowchart LR\n")
+    assert 'subgraph g0_frame["graph 1"]' in mermaid and 'subgraph g1_frame["graph 2"]' in mermaid
+    assert "g0_x --> g0_sin" in mermaid and "g0_sin --> g0_output" in mermaid and "g1_sum_1 --> g1_output" in mermaid
+    assert "class g0_mm unused" in mermaid and "class g0_w unused" in mermaid and "class g0_sin unused" not in mermaid
+    assert alt == "Computation graph (graph 1: sin, mm (unused: w, mm); graph 2: .sum)."
