@@ -123,14 +123,20 @@ def output_languages(options: list[str]) -> dict[str, str]:
     return languages
 
 
-def tab(device: str, recorded: list[str], body: str) -> str:
-    """One content tab. The first tab of a directive starts a new tab set (===!), so two directives in a
-    row do not merge into one set; the first device with a record is the tab that opens (===+)."""
-    marker = "===!" if device == DEVICE_ORDER[0] else "==="
-    if recorded and device == recorded[0] and device != DEVICE_ORDER[0]:
-        marker = "===+"
-    indented = "\n".join("    " + line if line else "" for line in body.splitlines())
-    return f'{marker} "{DEVICE_LABEL[device]}"\n\n{indented}'
+def device_tabs(snippet: str, snippets: Path, outputs: Path, body) -> str:
+    """A content tab per device, CUDA first, holding body(record) or "Not yet recorded". The first tab
+    starts a new tab set (===!), so two directives in a row do not merge into one set; the first device
+    with a record is the tab that opens (===+)."""
+    records = {device: load_record(snippet, device, snippets, outputs) for device in DEVICE_ORDER}
+    opens = next((device for device in DEVICE_ORDER if records[device]), DEVICE_ORDER[0])
+    tabs = []
+    for device, record in records.items():
+        label = DEVICE_LABEL[device]
+        text = body(record) if record else f'<p class="not-recorded">Not yet recorded on {label}.</p>'
+        marker = "===+" if device == opens and device != DEVICE_ORDER[0] else "===!" if not tabs else "==="
+        indented = "\n".join("    " + line if line else "" for line in text.splitlines())
+        tabs.append(f'{marker} "{label}"\n\n{indented}')
+    return "\n\n".join(tabs) + "\n"
 
 
 def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
@@ -139,34 +145,28 @@ def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path
     snippet, section = split_reference(args[0])
     languages = output_languages(args[1:])
     check_snippet(snippet, snippets)
-    depth = page_path.count("/")
-    tabs = []
-    recorded = [d for d in DEVICE_ORDER if load_record(snippet, d, snippets, outputs)]
-    for device in DEVICE_ORDER:
-        label = DEVICE_LABEL[device]
-        record = load_record(snippet, device, snippets, outputs)
-        if record is None:
-            body = f'<p class="not-recorded">Not yet recorded on {label}.</p>'
+    up = "../" * page_path.count("/")
+
+    def body(record: Record) -> str:
+        if section is None:
+            text = record.text("stdout.txt")
         else:
-            if section is None:
-                text = record.text("stdout.txt")
-            else:
-                sections = json.loads(record.text("sections.json"))
-                if section not in sections:
-                    raise DirectiveError(f"the {device} record of {snippet} printed nothing in section '{section}'")
-                text = sections[section]
-            fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-            link = "../" * depth + "outputs/" + record.folder.relative_to(outputs).as_posix()
-            body = f"{fence}{languages[device]}\n{text.rstrip()}\n{fence}\n\n{provenance(record, link)}"
-            if record.stale:
-                body = (
-                    f'!!! warning "Stale record"\n\n'
-                    f"    `snippets/{snippet}` changed after this output was recorded on {label}. "
-                    f"Remake it with `python scripts/regenerate.py --device {device} --only {snippet}`.\n\n" + body
-                )
-        # The first tab with a record opens by default; the order stays CUDA first.
-        tabs.append(tab(device, recorded, body))
-    return "\n\n".join(tabs) + "\n"
+            sections = json.loads(record.text("sections.json"))
+            if section not in sections:
+                raise DirectiveError(f"the {record.device} record of {snippet} printed nothing in section '{section}'")
+            text = sections[section]
+        fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+        link = up + "outputs/" + record.folder.relative_to(outputs).as_posix()
+        shown = f"{fence}{languages[record.device]}\n{text.rstrip()}\n{fence}\n\n{provenance(record, link)}"
+        if not record.stale:
+            return shown
+        return (
+            f'!!! warning "Stale record"\n\n'
+            f"    `snippets/{snippet}` changed after this output was recorded on {DEVICE_LABEL[record.device]}. "
+            f"Remake it with `python scripts/regenerate.py --device {record.device} --only {snippet}`.\n\n" + shown
+        )
+
+    return device_tabs(snippet, snippets, outputs, body)
 
 
 def render_figure(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
@@ -175,41 +175,35 @@ def render_figure(args: list[str], page_path: str, snippets: Path, outputs: Path
     snippet, name = args
     check_snippet(snippet, snippets)
     up = "../" * page_path.count("/")
-    tabs = []
-    recorded = [d for d in DEVICE_ORDER if load_record(snippet, d, snippets, outputs)]
-    for device in DEVICE_ORDER:
-        label = DEVICE_LABEL[device]
-        record = load_record(snippet, device, snippets, outputs)
-        if record is None:
-            body = f'<p class="not-recorded">Not yet recorded on {label}.</p>'
+
+    def body(record: Record) -> str:
+        device = record.device
+        source = render_assets.figure_sources(record.folder).get(name)
+        if source is None:
+            raise DirectiveError(f"the {device} record of {snippet} holds no data for a figure '{name}'")
+        folder = render_assets.FIGURES / device / record.folder.relative_to(outputs / device)
+        entry = (render_assets._read_json(folder / "figures.json") or {}).get(name)
+        files = render_assets.figure_files(folder, name, source["kind"])
+        if entry is None or not all(f.exists() for f in files):
+            raise DirectiveError(f"figure '{name}' was never drawn for {device}: run python scripts/render_assets.py")
+        where = up + folder.relative_to(render_assets.DOCS).as_posix()
+        alt = entry["alt"].replace("[", "(").replace("]", ")")
+        if source["kind"] == "graph":
+            # Mermaid draws it in the browser; the alt text stays readable without it.
+            shown = f"```mermaid\n{files[0].read_text().rstrip()}\n```\n\n{alt}\n{{: .provenance }}"
         else:
-            source = render_assets.figure_sources(record.folder).get(name)
-            if source is None:
-                raise DirectiveError(f"the {device} record of {snippet} holds no data for a figure '{name}'")
-            folder = render_assets.FIGURES / device / record.folder.relative_to(outputs / device)
-            entry = (render_assets._read_json(folder / "figures.json") or {}).get(name)
-            files = render_assets.figure_files(folder, name, source["kind"])
-            if entry is None or not all(f.exists() for f in files):
-                raise DirectiveError(f"figure '{name}' was never drawn for {device}: run python scripts/render_assets.py")
-            where = up + folder.relative_to(render_assets.DOCS).as_posix()
-            alt = entry["alt"].replace("[", "(").replace("]", ")")
-            if source["kind"] == "graph":
-                # Mermaid draws it in the browser; the alt text stays readable without it.
-                body = f"```mermaid\n{files[0].read_text().rstrip()}\n```\n\n{alt}\n{{: .provenance }}"
-            else:
-                body = "\n".join(
-                    f"![{alt}]({where}/{name}.{palette}.svg#only-{palette}){{ loading=lazy }}"
-                    for palette in ("light", "dark")
-                )
-            if entry.get("hash") != source["hash"]:
-                body = ('!!! warning "Stale figure"\n\n    Drawn from an older record: run '
-                        "`python scripts/render_assets.py`.\n\n" + body)
-            if source["kind"] == "timeline":
-                link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/files/"
-                traces = ", ".join(f"[`{t.name}`]({link}{t.name})" for t in source["traces"])
-                body += f"\n\nThe trace: {traces}, to open in [Perfetto](https://ui.perfetto.dev).\n{{: .provenance }}"
-        tabs.append(tab(device, recorded, body))
-    return "\n\n".join(tabs) + "\n"
+            shown = "\n".join(
+                f"![{alt}]({where}/{name}.{palette}.svg#only-{palette}){{ loading=lazy }}" for palette in ("light", "dark")
+            )
+        if entry.get("hash") != source["hash"]:
+            shown = '!!! warning "Stale figure"\n\n    Drawn from an older record: run `python scripts/render_assets.py`.\n\n' + shown
+        if source["kind"] == "timeline":
+            link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/files/"
+            traces = ", ".join(f"[`{t.name}`]({link}{t.name})" for t in source["traces"])
+            shown += f"\n\nThe trace: {traces}, to open in [Perfetto](https://ui.perfetto.dev).\n{{: .provenance }}"
+        return shown
+
+    return device_tabs(snippet, snippets, outputs, body)
 
 
 def render_value(args: list[str], snippets: Path, outputs: Path) -> str:

@@ -11,6 +11,7 @@ temporary folder.
 import collections
 import json
 import logging
+from logging.handlers import BufferingHandler
 import os
 import re
 import tempfile
@@ -30,19 +31,10 @@ def soft_sign_gate(a, b):
 
 
 # --8<-- [start:capture]
-class Collect(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 def logged(artifact, fn):
     """Run fn() with TORCH_LOGS=<artifact> on; return the messages instead of letting them reach stderr."""
     logger = logging.getLogger(f"torch._dynamo.guards.__{artifact}")  # where Dynamo logs that artifact
-    handler, propagate = Collect(), logger.propagate
+    handler, propagate = BufferingHandler(capacity=100_000), logger.propagate
     torch._logging.set_logs(**{artifact: True})
     logger.addHandler(handler)
     logger.propagate = False  # keep the messages off torch's stderr handler
@@ -52,7 +44,7 @@ def logged(artifact, fn):
         logger.propagate = propagate
         logger.removeHandler(handler)
         torch._logging.set_logs()  # back to the default: nothing logged
-    return handler.messages
+    return [record.getMessage() for record in handler.buffer]
 # --8<-- [end:capture]
 
 

@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import logging
+from logging.handlers import BufferingHandler
 import os
 import re
 import tempfile
@@ -115,18 +116,7 @@ results["table"] = table
 
 
 # --8<-- [start:logs]
-class Collect(logging.Handler):
-    """Keeps the messages Dynamo logs, without the timestamp and pid prefix of the stderr format."""
-
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-collect = Collect()
+collect = BufferingHandler(capacity=100_000)  # keeps the records, without stderr's format
 dynamo_log = logging.getLogger("torch._dynamo")  # the graph_breaks artifact logs under it
 torch._logging.set_logs(graph_breaks=True)  # the same switch as TORCH_LOGS=graph_breaks
 dynamo_log.addHandler(collect)
@@ -140,7 +130,7 @@ finally:
     torch._logging.set_logs()  # back to the defaults, so later code logs as before
 
 breaks_logged = []
-for message in collect.messages:
+for message in (record.getMessage() for record in collect.buffer):
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     where = re.search(r"Graph break in user code at (.+):(\d+)", message)
     if not where:

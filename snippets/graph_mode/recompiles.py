@@ -11,6 +11,7 @@ $SNIPPET_OUTPUT_DIR or to a fresh temporary folder.
 
 import json
 import logging
+from logging.handlers import BufferingHandler
 import os
 import re
 import tempfile
@@ -36,17 +37,6 @@ batches = [8, 16, 32, 64, 8]  # four new batch sizes, then one seen before
 # --8<-- [end:function]
 
 
-class Collect(logging.Handler):
-    """Keeps the messages Dynamo logs (without the stderr format's timestamp and pid)."""
-
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 def first_guard_failure(message):
     """The first failing guard of a recompile message, e.g. "tensor 'x' size mismatch at index 0. ..."."""
     failure = re.search(r"^\s*- \S+: (.+)$", message, re.MULTILINE)
@@ -62,7 +52,7 @@ for dynamic in (None, False, True):  # None is the default: "static first, dynam
         graphs.append([tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in example_inputs])
         return graph_module.forward
 
-    collect = Collect()
+    collect = BufferingHandler(capacity=100_000)  # keeps the records, without stderr's format
     dynamo_log = logging.getLogger("torch._dynamo")
     torch._logging.set_logs(recompiles=True)  # the same switch as TORCH_LOGS=recompiles
     dynamo_log.addHandler(collect)
@@ -76,7 +66,7 @@ for dynamic in (None, False, True):  # None is the default: "static first, dynam
     finally:
         dynamo_log.removeHandler(collect)
         torch._logging.set_logs()
-    failures = [first_guard_failure(m) for m in collect.messages if "Recompiling function" in m]
+    failures = [first_guard_failure(m) for m in (r.getMessage() for r in collect.buffer) if "Recompiling function" in m]
     counts[str(dynamic)] = {"compiles": len(graphs), "compiles_after_each_call": after_call, "recompile_reasons": failures}
     print(f"dynamic={dynamic}: {len(graphs)} compile(s) for batches {batches}; after each call: {after_call}")
     print(f"  inputs of the first graph: {graphs[0]}")
