@@ -311,12 +311,20 @@ BLOCKS = {"output": render_output, "figure": render_figure, "records": render_re
 
 
 def notebook_link(page_path: str) -> str:
-    """A line under the page title pointing at the page's notebook, where render_assets.py made one."""
+    """Lines under the page title: the page's notebook as a page, and as a file to download, where
+    render_assets.py made one."""
     notebook = render_assets.notebook_path(render_assets.DOCS / page_path)
     if not notebook.exists():
         return ""
-    target = "../" * page_path.count("/") + notebook.relative_to(render_assets.DOCS).as_posix()
-    return f"[:material-notebook-outline: This chapter as a notebook]({target}){{ .md-button .notebook-link }}\n\n"
+    source = notebook.relative_to(render_assets.DOCS).as_posix()
+    page = "../" * page_path.count("/") + source
+    # mkdocs-jupyter copies the .ipynb beside its page; a raw link, since mkdocs would rewrite a Markdown one.
+    url_depth = page_path.count("/") + (0 if page_path.endswith("index.md") else 1)
+    download = "../" * url_depth + f"{source[:-len('.ipynb')]}/{notebook.name}"
+    return (
+        f"[:material-notebook-outline: This chapter as a notebook]({page}){{ .md-button .notebook-link }} "
+        f'<a class="md-button notebook-link" href="{download}" download>:material-download: Download .ipynb</a>\n\n'
+    )
 
 
 def on_page_markdown(markdown, page, config, files):
