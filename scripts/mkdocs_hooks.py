@@ -29,7 +29,6 @@ fails the build with a message naming the page and the directive.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import re
@@ -39,6 +38,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
+import regenerate
 import render_assets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,13 +72,11 @@ class Record:
 
 
 def load_record(snippet: str, device: str, snippets: Path = SNIPPETS, outputs: Path = OUTPUTS) -> Record | None:
-    folder = outputs / device / snippet[: -len(".py")]
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError):
+    folder = regenerate.record_dir(outputs, device, snippet)
+    manifest = regenerate.read_manifest(folder)
+    if manifest is None:
         return None
-    sha = hashlib.sha256((snippets / snippet).read_bytes()).hexdigest()
-    return Record(device, folder, manifest, stale=manifest.get("sha256") != sha)
+    return Record(device, folder, manifest, stale=manifest.get("sha256") != regenerate.source_sha256(snippets / snippet))
 
 
 def provenance(record: Record, link: str) -> str:
@@ -287,8 +285,7 @@ def render_records(args: list[str], page_path: str, snippets: Path, outputs: Pat
     up = "../" * page_path.count("/")
     rows = ["| Snippet | " + " | ".join(DEVICE_LABEL[d] for d in DEVICE_ORDER) + " |",
             "|---|" + "---|" * len(DEVICE_ORDER)]
-    for snippet in sorted(p.relative_to(snippets).as_posix() for p in snippets.rglob("*.py")
-                          if not p.name.startswith("_") and "__pycache__" not in p.parts):
+    for snippet in regenerate.find_snippets(snippets):
         cells = []
         for device in DEVICE_ORDER:
             record = load_record(snippet, device, snippets, outputs)

@@ -91,6 +91,18 @@ def record_dir(outputs: Path, device: str, snippet: str) -> Path:
     return outputs / device / snippet[: -len(".py")]
 
 
+def find_records(outputs_dir: Path, device: str) -> list[Path]:
+    """Every record folder of a device (one holding manifest.json), skipping the hidden folders of a run
+    in progress or a half-done swap."""
+    base = outputs_dir / device
+    if not base.exists():
+        return []
+    return sorted(
+        m.parent for m in base.rglob("manifest.json")
+        if not any(part.startswith(".") for part in m.parent.relative_to(base).parts)
+    )
+
+
 def read_manifest(record: Path) -> dict | None:
     try:
         manifest = json.loads((record / "manifest.json").read_text())
@@ -374,8 +386,7 @@ def regenerate(args) -> int:
 
 def pack(outputs_dir: Path, device: str, archive: Path) -> int:
     """Write every record of `device` into one .tar.gz (atomically), members named <device>/<record>/..."""
-    device_dir = outputs_dir / device
-    records = sorted(p.parent for p in device_dir.rglob("manifest.json") if not _hidden(p, device_dir))
+    records = find_records(outputs_dir, device)
     archive = Path(archive)
     partial = archive.with_name(f".{archive.name}.partial")
     with tarfile.open(partial, "w:gz") as tar:
@@ -383,10 +394,6 @@ def pack(outputs_dir: Path, device: str, archive: Path) -> int:
             tar.add(record, arcname=record.relative_to(outputs_dir).as_posix(), filter=_plain)
     partial.rename(archive)
     return len(records)
-
-
-def _hidden(path: Path, base: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(base).parts)
 
 
 def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:

@@ -34,6 +34,9 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import regenerate  # noqa: E402  (the record layout lives there)
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 OUTPUTS = DOCS / "outputs"
@@ -62,13 +65,7 @@ def digest(*parts: bytes) -> str:
 
 
 def records() -> list[tuple[str, Path]]:
-    found = []
-    for device in DEVICES:
-        base = OUTPUTS / device
-        for manifest in sorted(base.rglob("manifest.json")) if base.exists() else []:
-            if not any(p.startswith(".") for p in manifest.parent.relative_to(base).parts):
-                found.append((device, manifest.parent))
-    return found
+    return [(device, folder) for device in DEVICES for folder in regenerate.find_records(OUTPUTS, device)]
 
 
 def figure_sources(record: Path) -> dict[str, dict]:

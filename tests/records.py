@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ROOT, SNIPPETS
-from regenerate import DEVICES, MANIFEST_KEYS, source_sha256
+from regenerate import DEVICES, MANIFEST_KEYS, find_records, source_sha256
 
 OUTPUTS = ROOT / "docs" / "outputs"
 
@@ -32,16 +32,12 @@ class RecordState:
 
 
 def all_records() -> list[RecordState]:
-    """Every record folder (one holding manifest.json), skipping the hidden folders of a run in progress."""
-    found = []
-    for device in DEVICES:
-        base = OUTPUTS / device
-        for manifest in sorted(base.rglob("manifest.json")) if base.exists() else []:
-            relative = manifest.parent.relative_to(base)
-            if any(part.startswith(".") for part in relative.parts):
-                continue
-            found.append(RecordState(device, relative.as_posix() + ".py", manifest.parent))
-    return found
+    """Every record folder, as the recorder finds them."""
+    return [
+        RecordState(device, folder.relative_to(OUTPUTS / device).as_posix() + ".py", folder)
+        for device in DEVICES
+        for folder in find_records(OUTPUTS, device)
+    ]
 
 
 def stale_records(device: str) -> list[str]:
