@@ -1,0 +1,224 @@
+"""Run one snippet as `__main__` and collect what its record needs, so the snippet itself holds only the lesson.
+
+    python scripts/runner.py SNIPPET FOLDER
+
+runs SNIPPET with FOLDER/files as its working folder and writes, beside what the recorder captures:
+
+    FOLDER/sections.json        what each named section printed (`# --8<-- [start:NAME]` ... `[end:NAME]`),
+                                found from the line of the snippet's top-level statement being executed;
+                                text printed outside every section is filed under ""
+    FOLDER/files/results.json   the snippet's module-level `results` dict, if it has one
+    FOLDER/files/...            whatever the snippet wrote to its working folder
+
+A snippet fills `results` with plain values, and with a few objects the runner knows how to keep:
+
+    torch.utils.benchmark.Measurement   {"median_us", "iqr_us", "q1_us", "q3_us", "n", "times_us"}
+    torch.profiler.profile              its Chrome trace, saved as <key>.trace.json (host and path fields
+                                        dropped); the value becomes {"trace": "<key>.trace.json"}
+    torch.fx.GraphModule or Graph,      the graphs as text, saved as <key>.fxgraph.txt;
+      or a list of them                 the value becomes {"fxgraph": "<key>.fxgraph.txt", "graphs": n}
+    tensors, numpy values, tuples,      plain numbers and lists; dtypes, devices and paths as text
+      sets, dtypes, devices, paths
+
+<key> is the value's dotted place in `results` ("traces.eager"). A reader who copies a snippet out and runs
+it sees the same output and is left with a clean folder. The recorder runs this file in a fresh process;
+the tests call `run()` in theirs. Standard library only (torch is used where the snippet brought it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+MARKER = re.compile(r"#\s*--8<--\s*\[(start|end):([\w-]+)\]")
+TRACE_PRIVATE = ("host_name", "hostName", "traceName", "distributedInfo")
+
+
+def section_lines(source: str) -> dict[str, tuple[int, int]]:
+    """Map each named section to its first and last line (1-based, markers excluded)."""
+    starts: dict[str, int] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = MARKER.search(line)
+        if not match:
+            continue
+        kind, name = match.groups()
+        if kind == "start":
+            if name in starts or name in spans:
+                raise ValueError(f"line {number}: section '{name}' starts twice")
+            starts[name] = number + 1
+        elif name in starts:
+            spans[name] = (starts.pop(name), number - 1)
+        else:
+            raise ValueError(f"line {number}: section '{name}' ends but never starts")
+    if starts:
+        raise ValueError(f"section(s) never end: {', '.join(sorted(starts))}")
+    return spans
+
+
+class SectionedStdout(io.TextIOBase):
+    """A stdout that passes text on and also files it under the section being executed."""
+
+    def __init__(self, inner, path: str, spans: dict[str, tuple[int, int]]):
+        self._inner = inner
+        self._path = path
+        # Innermost section first, so a nested section wins over the one around it.
+        self._spans = sorted(spans.items(), key=lambda item: item[1][1] - item[1][0])
+        self.sections: dict[str, list[str]] = {}
+        self.parts: list[str] = []
+
+    def _section(self) -> str:
+        frame = sys._getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "<module>" and code.co_filename == self._path:
+                for name, (first, last) in self._spans:
+                    if first <= frame.f_lineno <= last:
+                        return name
+                return ""
+            frame = frame.f_back
+        return ""
+
+    def write(self, text: str) -> int:
+        self.sections.setdefault(self._section(), []).append(text)
+        self.parts.append(text)
+        return self._inner.write(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+# --------------------------------------------------------------------------------------- keeping results
+
+
+class Keeper:
+    """Turns a snippet's `results` into JSON, saving traces and graphs as files beside it."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def keep(self, value: Any, key: str) -> Any:
+        kind = type(value)
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        if isinstance(value, dict):
+            return {str(k): self.keep(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else str(value)
+        if name == "torch.utils.benchmark.utils.common.Measurement":
+            return timing(value)
+        if name == "torch.profiler.profiler.profile":
+            return {"trace": self.trace(value, key)}
+        graphs = graph_texts(value)
+        if graphs is not None:
+            file = f"{key}.fxgraph.txt"
+            (self.folder / file).write_text("\n".join(graphs))
+            return {"fxgraph": file, "graphs": len(graphs)}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+            return [self.keep(v, f"{key}.{i}") for i, v in enumerate(items)]
+        if hasattr(value, "tolist") and callable(value.tolist):  # tensors, numpy arrays and scalars
+            return self.keep(value.tolist(), key)
+        if name in ("torch.dtype", "torch.device") or isinstance(value, Path):
+            return str(value)
+        place = "results" + "".join(f"[{part!r}]" for part in key.split("."))
+        raise TypeError(f"{place} holds a {name}, which the runner cannot keep: store plain values "
+                        f"(see scripts/runner.py)")
+
+    def trace(self, prof, key: str) -> str:
+        file = f"{key}.trace.json"
+        path = self.folder / file
+        prof.export_chrome_trace(str(path))
+        trace = json.loads(path.read_text())
+        for field in TRACE_PRIVATE:
+            trace.pop(field, None)
+        path.write_text(json.dumps(trace))
+        return file
+
+
+def timing(m) -> dict:
+    """A torch.utils.benchmark Measurement as the site's timing record, in microseconds."""
+    q1, q3 = getattr(m, "_p25", None), getattr(m, "_p75", None)
+    return {
+        "median_us": m.median * 1e6,
+        "iqr_us": m.iqr * 1e6,
+        "q1_us": (q1 if q1 is not None else m.median - m.iqr / 2) * 1e6,
+        "q3_us": (q3 if q3 is not None else m.median + m.iqr / 2) * 1e6,
+        "n": len(m.times),
+        "times_us": [t * 1e6 for t in m.times],
+    }
+
+
+def graph_texts(value) -> list[str] | None:
+    """The printed graph(s) of an FX GraphModule, Graph, or a non-empty list of them; else None."""
+    def text(item):
+        name = type(item).__module__
+        if not name.startswith("torch.fx"):
+            return None
+        graph = getattr(item, "graph", item)
+        return str(graph) if type(graph).__name__ == "Graph" else None
+
+    if isinstance(value, (list, tuple)):
+        texts = [text(v) for v in value]
+        return texts if texts and all(t is not None for t in texts) else None
+    single = text(value)
+    return [single] if single is not None else None
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+def run(snippet: str | Path, folder: Path, capture_stdout: bool = True) -> dict[str, Any]:
+    """Execute the snippet as `__main__` with folder/files as its working folder; write sections.json,
+    files/results.json and (with capture_stdout) stdout.txt into folder. Returns the snippet's globals."""
+    path = str(Path(snippet).resolve())
+    spans = section_lines(Path(path).read_text())
+    files = Path(folder) / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    capture = SectionedStdout(sys.stdout, path, spans)
+    saved_stdout, saved_argv, saved_cwd = sys.stdout, sys.argv, os.getcwd()
+    sys.stdout, sys.argv = capture, [path]
+    os.chdir(files)
+    try:
+        module_globals = runpy.run_path(path, run_name="__main__")
+        results = module_globals.get("results")
+        if results is not None:
+            if not isinstance(results, dict):
+                raise TypeError(f"{snippet}: `results` must be a dict, not {type(results).__name__}")
+            kept = Keeper(files).keep(results, "")
+            (files / "results.json").write_text(json.dumps(kept, indent=1) + "\n")
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.argv = saved_stdout, saved_argv
+        os.chdir(saved_cwd)
+        sections = {name: "".join(parts) for name, parts in capture.sections.items()}
+        (Path(folder) / "sections.json").write_text(json.dumps(sections, indent=1) + "\n")
+        if capture_stdout:
+            (Path(folder) / "stdout.txt").write_text("".join(capture.parts))
+    return module_globals
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print("usage: runner.py SNIPPET FOLDER", file=sys.stderr)
+        return 2
+    snippet, folder = argv[1], argv[2]
+    # As with `python SNIPPET`: the snippet's own folder comes first on the import path.
+    sys.path[0] = str(Path(snippet).resolve().parent)
+    run(snippet, Path(folder), capture_stdout=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,44 @@
+"""The chapters' facts, one check per snippet, each run over a record.
+
+A check takes a record (scripts.records.Record: `.device`, `.results`, `.section(name)`, `.stdout`,
+`.file(name)`, `.value("dotted.key")`) and asserts what the chapter states about it:
+
+    from facts import check
+
+    @check("eager_mode/complex_activation.py")
+    def _(record):
+        assert record.results["profile"]["kernel_count"] == (6 if record.device == "cuda" else 0)
+
+tests/test_facts.py runs every check on a fresh in-process run of its snippet and on every committed record
+of it, CPU and CUDA alike, so a record that contradicts its page fails CI, naming the record. A snippet
+with no check fails the suite, unless SKIPS below names it with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Callable
+
+CHECKS: dict[str, Callable] = {}
+
+# Snippets with no check, each with the reason. Keep it empty where you can.
+SKIPS: dict[str, str] = {}
+
+
+def check(snippet: str):
+    """Register the decorated function as the one check of snippets/<snippet>."""
+    def register(function: Callable) -> Callable:
+        if snippet in CHECKS:
+            raise ValueError(f"{snippet} has two checks: {CHECKS[snippet].__module__} and {function.__module__}")
+        CHECKS[snippet] = function
+        return function
+
+    return register
+
+
+def load() -> dict[str, Callable]:
+    """Import every module of this package, so every check is registered."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    return CHECKS
