@@ -1,27 +1,26 @@
-"""Record what every snippet prints and writes, on this machine, under docs/outputs/<device>/.
+"""Record what every snippet prints and keeps, on this machine, under docs/outputs/<device>/.
 
-    python scripts/regenerate.py                      # every stale snippet, on the best device present
-    python scripts/regenerate.py --device cpu         # CPU records, also on a GPU box
-    python scripts/regenerate.py --only 'eager_mode/*' --force
-    python scripts/regenerate.py --archive records.tar.gz   # also pack this device's records into one file
-    python scripts/regenerate.py --unpack records.tar.gz    # put a packed set of records in place
+Run it from the repository root, with a Python that has torch (the README's set-up makes .venv):
 
-Each snippet runs in a fresh process (scripts/snippet_runner.py). Its record, the folder
-docs/outputs/<device>/<snippet path without .py>/, holds:
+    python -m scripts.regenerate                        # every stale snippet, on the best device present
+    python -m scripts.regenerate --device cpu           # CPU records, also on a GPU box
+    python -m scripts.regenerate --only 'eager_mode/*' --force
+    python -m scripts.regenerate --list --device cuda   # the state of each CUDA record; runs nothing
+    python -m scripts.regenerate --archive records.tar.gz   # also pack this device's records into one file
+    python -m scripts.regenerate --unpack records.tar.gz    # put a packed set of records in place
 
-    manifest.json   snippet, sha256 of its source, command, exit status, duration, UTC date, environment
-    stdout.txt      what it printed; stderr.txt beside it
-    sections.json   stdout split by the snippet's named sections
-    files/          what it wrote to $SNIPPET_OUTPUT_DIR (results.json, traces, ...)
+Each snippet runs in a fresh process (scripts/runner.py) with compiler caches of its own (Inductor, Triton,
+the C++ precompiled header), so a cold or warm compile claim never depends on what ran before. The record
+layout and the words fresh, stale, failed, corrupt and missing belong to scripts/records.py.
 
 Text is scrubbed of what is private to the machine (repo, home and temp paths, user and host names, object
 addresses). A record is replaced only once its new run has succeeded, by renaming a finished folder into
 place: a failing snippet, a timeout or a killed run leaves the previous record as it was, and the failed
-run's output is kept under .cache/regenerate/failed/ for reading. A snippet whose record has the same
-source hash is fresh and is skipped unless --force.
+run's output is kept under .cache/regenerate/failed/ for reading. A snippet whose record is fresh is skipped
+unless --force.
 
 Needs only the Python standard library and what the snippets import (torch, triton, numpy, matplotlib).
-Exit status: 0 all recorded or fresh, 1 some snippet failed, 2 bad arguments (nothing written).
+Exit status: 0 all recorded or fresh, 1 some snippet failed, 2 bad arguments (nothing written), 130 stopped.
 """
 
 from __future__ import annotations
@@ -45,13 +44,13 @@ import sys
 import tarfile
 import tempfile
 import time
-from importlib import metadata
+from importlib import metadata, util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RUNNER = Path(__file__).resolve().parent / "snippet_runner.py"
-DEVICES = ("cuda", "cpu")
-MANIFEST_KEYS = ("snippet", "sha256", "device", "command", "exit_status", "duration_s", "date", "environment")
+from scripts import records
+from scripts.records import DEVICES, ROOT
+
+RUNNER = Path(__file__).resolve().parent / "runner.py"
 GENERIC_USERS = {"root", "user", "runner", "ubuntu", "admin", "nobody"}
 
 
@@ -60,15 +59,6 @@ class UsageError(Exception):
 
 
 # ---------------------------------------------------------------------------------------------- snippets
-
-
-def find_snippets(snippets_dir: Path) -> list[str]:
-    """Every runnable snippet, as a path relative to snippets/ ('eager_mode/complex_activation.py')."""
-    return sorted(
-        p.relative_to(snippets_dir).as_posix()
-        for p in snippets_dir.rglob("*.py")
-        if not p.name.startswith("_") and "__pycache__" not in p.parts
-    )
 
 
 def select(snippets: list[str], patterns: list[str] | None) -> list[str]:
@@ -81,39 +71,6 @@ def select(snippets: list[str], patterns: list[str] | None) -> list[str]:
             raise UsageError(f"--only {pattern!r} matches no snippet under snippets/ (try --list)")
         chosen += [s for s in hits if s not in chosen]
     return sorted(chosen)
-
-
-def source_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def record_dir(outputs: Path, device: str, snippet: str) -> Path:
-    return outputs / device / snippet[: -len(".py")]
-
-
-def find_records(outputs_dir: Path, device: str) -> list[Path]:
-    """Every record folder of a device (one holding manifest.json), skipping the hidden folders of a run
-    in progress or a half-done swap."""
-    base = outputs_dir / device
-    if not base.exists():
-        return []
-    return sorted(
-        m.parent for m in base.rglob("manifest.json")
-        if not any(part.startswith(".") for part in m.parent.relative_to(base).parts)
-    )
-
-
-def read_manifest(record: Path) -> dict | None:
-    try:
-        manifest = json.loads((record / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return manifest if isinstance(manifest, dict) else None
-
-
-def is_fresh(record: Path, sha: str) -> bool:
-    manifest = read_manifest(record)
-    return bool(manifest) and manifest.get("sha256") == sha and manifest.get("exit_status") == 0
 
 
 # ----------------------------------------------------------------------------------------- environment
@@ -150,6 +107,7 @@ def environment(device: str) -> dict:
         "torch": version_of("torch"),
         "triton": version_of("triton"),
         "numpy": version_of("numpy"),
+        "jax": version_of("jax"),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
     }
@@ -253,11 +211,13 @@ def recover(device_dir: Path) -> None:
 
 @contextlib.contextmanager
 def exclusive(device_dir: Path):
+    """One regeneration writes a device's records at a time; a second one waits its turn."""
     with open(device_dir / ".lock", "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise UsageError(f"another regeneration is writing to {device_dir}; wait for it to finish")
+            print(f"waiting for another regeneration writing to {device_dir.relative_to(ROOT) if device_dir.is_relative_to(ROOT) else device_dir} ...", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
@@ -273,27 +233,37 @@ def check_writable(device_dir: Path) -> None:
 # ---------------------------------------------------------------------------------------------- running
 
 
+def snippet_env(scratch: Path, device: str) -> tuple[dict, dict]:
+    """The environment of one snippet's process, and the overrides a manifest lists: compiler caches of
+    its own, and on CPU no GPU, with Triton kernels run by Triton's interpreter."""
+    caches = {
+        "TORCHINDUCTOR_CACHE_DIR": str(scratch / "cache" / "inductor"),
+        "TRITON_CACHE_DIR": str(scratch / "cache" / "triton"),
+        "TMPDIR": str(scratch / "tmp"),  # Inductor keeps its precompiled C++ header under $TMPDIR
+    }
+    (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+    overrides = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"} if device == "cpu" else {}
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **caches, **overrides)
+    env.pop("TORCH_LOGS", None)
+    return env, overrides
+
+
 def run_one(snippet: str, args, env_info: dict) -> tuple[bool, float, str]:
     """Run one snippet into a hidden folder beside its record; swap it in if it succeeded."""
     source = args.snippets_dir / snippet
-    final = record_dir(args.outputs_dir, args.device, snippet)
+    final = records.record_dir(snippet, args.device, args.outputs_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
     work = final.with_name(f".{final.name}.new-{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
-    (work / "files").mkdir(parents=True)
+    (work / records.FILES).mkdir(parents=True)
     scratch = Path(tempfile.mkdtemp(prefix="regenerate-"))
     scrub = scrubber([scratch, work])
-
-    env = dict(os.environ, SNIPPET_OUTPUT_DIR=str(work / "files"), PYTHONUNBUFFERED="1")
-    overrides = {}
-    if args.device == "cpu":
-        # Hide any GPU so the snippet picks the CPU, and let Triton kernels run in its interpreter.
-        overrides = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
-    env.update(overrides)
-    command = [sys.executable, str(RUNNER), str(source), str(work / "sections.json")]
+    env, overrides = snippet_env(scratch, args.device)
+    command = [sys.executable, str(RUNNER), str(source), str(work)]
     started = time.monotonic()
-    with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
-        process = subprocess.Popen(command, cwd=scratch, env=env, stdout=out, stderr=err, start_new_session=True)
+    with open(work / records.STDOUT, "wb") as out, open(work / "stderr.txt", "wb") as err:
+        process = subprocess.Popen(command, cwd=work / records.FILES, env=env, stdout=out, stderr=err,
+                                   start_new_session=True)
         try:
             status = process.wait(timeout=args.timeout)
             reason = f"exit status {status}"
@@ -311,43 +281,57 @@ def run_one(snippet: str, args, env_info: dict) -> tuple[bool, float, str]:
     shutil.rmtree(scratch, ignore_errors=True)
     scrub_tree(work, scrub)
 
-    if status != 0:
-        kept = args.failed_dir / args.device / snippet[: -len(".py")]
-        shutil.rmtree(kept, ignore_errors=True)
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(work), kept)
-        tail = (kept / "stderr.txt").read_text(errors="replace").strip().splitlines()[-15:]
-        detail = "\n".join("      " + line for line in tail)
-        return False, duration, f"{reason}; output kept in {kept}\n{detail}"
-
     manifest = {
         "snippet": f"snippets/{snippet}",
-        "sha256": source_sha256(source),
+        "sha256": records.source_sha256(source),
         "device": args.device,
-        "command": scrub(" ".join(["python", str(RUNNER.relative_to(ROOT)), f"snippets/{snippet}", "sections.json"])),
+        "command": f"python scripts/runner.py snippets/{snippet} <record>",
         "env_overrides": overrides,
         "exit_status": status,
         "duration_s": round(duration, 2),
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "environment": env_info,
-        "files": sorted(p.relative_to(work / "files").as_posix() for p in (work / "files").rglob("*") if p.is_file()),
+        "files": sorted(p.relative_to(work / records.FILES).as_posix()
+                        for p in (work / records.FILES).rglob("*") if p.is_file()),
     }
-    (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (work / records.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    if status != 0:
+        kept = records.record_dir(snippet, args.device, args.failed_dir)
+        shutil.rmtree(kept, ignore_errors=True)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(work), kept)
+        tail = (kept / "stderr.txt").read_text(errors="replace").strip().splitlines()[-15:]
+        detail = "\n".join("      " + line for line in tail)
+        shown = kept.relative_to(ROOT) if kept.is_relative_to(ROOT) else kept
+        return False, duration, f"{reason}; output kept in {shown}\n{detail}"
     swap_into_place(work, final)
+    # A success supersedes an earlier failure of the same snippet.
+    shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
     return True, duration, ""
 
 
+def list_states(args, chosen: list[str]) -> int:
+    """One line per snippet with its record's state on the device, then a count line."""
+    label = records.LABELS[args.device]
+    print(f"{label} records under {args.outputs_dir.relative_to(ROOT) if args.outputs_dir.is_relative_to(ROOT) else args.outputs_dir}/{args.device}/:")
+    counts = dict.fromkeys(records.STATES, 0)
+    for snippet in chosen:
+        state = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
+                               args.snippets_dir).state
+        counts[state] += 1
+        print(f"  {state:8} {snippet}")
+    summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    print(f"{label}: {len(chosen)} snippets: {summary}")
+    return 0
+
+
 def regenerate(args) -> int:
-    snippets = find_snippets(args.snippets_dir)
+    snippets = records.find_snippets(args.snippets_dir)
     if not snippets:
         raise UsageError(f"no snippets found under {args.snippets_dir}")
     chosen = select(snippets, args.only)
     if args.list:
-        for snippet in chosen:
-            sha = source_sha256(args.snippets_dir / snippet)
-            state = "fresh" if is_fresh(record_dir(args.outputs_dir, args.device, snippet), sha) else "stale"
-            print(f"{state:5}  {snippet}")
-        return 0
+        return list_states(args, chosen)
     device_dir = args.outputs_dir / args.device
     check_writable(device_dir)
     with exclusive(device_dir):
@@ -358,8 +342,9 @@ def regenerate(args) -> int:
         width = len(str(len(chosen)))
         for index, snippet in enumerate(chosen, start=1):
             prefix = f"[{index:>{width}}/{len(chosen)}]"
-            sha = source_sha256(args.snippets_dir / snippet)
-            if not args.force and is_fresh(record_dir(args.outputs_dir, args.device, snippet), sha):
+            record = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
+                                    args.snippets_dir)
+            if not args.force and record.state == "fresh":
                 counts["fresh"] += 1
                 print(f"{prefix} fresh   {snippet}", flush=True)
                 continue
@@ -386,14 +371,14 @@ def regenerate(args) -> int:
 
 def pack(outputs_dir: Path, device: str, archive: Path) -> int:
     """Write every record of `device` into one .tar.gz (atomically), members named <device>/<record>/..."""
-    records = find_records(outputs_dir, device)
+    found = records.find_records(device, outputs_dir)
     archive = Path(archive)
     partial = archive.with_name(f".{archive.name}.partial")
     with tarfile.open(partial, "w:gz") as tar:
-        for record in records:
-            tar.add(record, arcname=record.relative_to(outputs_dir).as_posix(), filter=_plain)
+        for record in found:
+            tar.add(record.folder, arcname=record.folder.relative_to(outputs_dir).as_posix(), filter=_plain)
     partial.rename(archive)
-    return len(records)
+    return len(found)
 
 
 def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -418,16 +403,19 @@ def unpack(archive: Path, outputs_dir: Path) -> int:
             ):
                 raise UsageError(f"{archive}: refusing member {member.name!r} (not a record under cpu/ or cuda/)")
         tar.extractall(tmp, filter="data") if sys.version_info >= (3, 12) else tar.extractall(tmp)
-        records = sorted(p.parent for p in Path(tmp).rglob("manifest.json"))
-        for record in records:
-            relative = record.relative_to(tmp)
-            if read_manifest(record) is None:
-                raise UsageError(f"{archive}: {relative}/manifest.json is not a valid manifest")
-        for record in records:
-            final = outputs_dir / record.relative_to(tmp)
+        found = []
+        for device in DEVICES:
+            found += records.find_records(device, Path(tmp))
+        for record in found:
+            try:
+                record.manifest
+            except records.CorruptRecord as error:
+                raise UsageError(f"{archive}: {record.device}/{record.snippet[:-3]}: {error}")
+        for record in found:
+            final = outputs_dir / record.folder.relative_to(tmp)
             final.parent.mkdir(parents=True, exist_ok=True)
-            swap_into_place(record, final)
-    return len(records)
+            swap_into_place(record.folder, final)
+    return len(found)
 
 
 def _mkdir(path: Path) -> Path:
@@ -438,39 +426,89 @@ def _mkdir(path: Path) -> Path:
 # ------------------------------------------------------------------------------------------------- main
 
 
+EXAMPLES = """examples:
+  python -m scripts.regenerate --device cpu                   record every stale snippet on the CPU
+  python -m scripts.regenerate --device cuda --archive cuda-records.tar.gz
+                                                              on a GPU box: record, then pack for transport
+  python -m scripts.regenerate --unpack cuda-records.tar.gz   put records brought home in place
+  python -m scripts.regenerate --list --device cuda           the state of each CUDA record (no GPU needed)
+  python -m scripts.regenerate --only 'graph_mode/*' --force  rerun some snippets even if fresh
+
+exit status: 0 ok, 1 a snippet failed (its old record is kept), 2 bad arguments (nothing written),
+130 interrupted (Ctrl-C or SIGTERM)."""
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    return value
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
+        prog="python -m scripts.regenerate",
         description="Run snippets and record their outputs under docs/outputs/<device>/.",
-        epilog="Exit status: 0 ok, 1 a snippet failed, 2 bad arguments.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--device", choices=DEVICES, help="default: cuda when torch sees one, else cpu")
     parser.add_argument("--only", action="append", metavar="GLOB",
                         help="snippets to consider, e.g. 'eager_mode/*' (repeatable)")
     parser.add_argument("--force", action="store_true", help="rerun snippets whose record is fresh")
-    parser.add_argument("--list", action="store_true", help="say which records are fresh or stale; run nothing")
+    parser.add_argument("--list", action="store_true",
+                        help="say the state of each record (fresh, stale, failed, corrupt, missing); run nothing")
     parser.add_argument("--archive", type=Path, metavar="FILE",
                         help="after running, pack all of this device's records into FILE (.tar.gz)")
     parser.add_argument("--unpack", type=Path, metavar="FILE",
                         help="put the records packed in FILE in place under the outputs folder; run nothing")
-    parser.add_argument("--timeout", type=float, default=900, metavar="S", help="per-snippet limit (default 900)")
-    parser.add_argument("--snippets-dir", type=Path, default=ROOT / "snippets", help=argparse.SUPPRESS)
-    parser.add_argument("--outputs-dir", type=Path, default=ROOT / "docs" / "outputs", help=argparse.SUPPRESS)
-    parser.add_argument("--failed-dir", type=Path, default=ROOT / ".cache" / "regenerate" / "failed",
-                        help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    parser.add_argument("--timeout", type=positive_seconds, default=900, metavar="S",
+                        help="per-snippet limit in seconds (default 900)")
+    parser.add_argument("--snippets-dir", type=Path, default=records.SNIPPETS, help=argparse.SUPPRESS)
+    parser.add_argument("--outputs-dir", type=Path, default=records.OUTPUTS, help=argparse.SUPPRESS)
+    parser.add_argument("--failed-dir", type=Path, default=records.FAILED, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.unpack and (args.list or args.archive or args.only or args.force or args.device):
+        parser.error("--unpack puts an archive's records in place and runs nothing: use it alone")
+    if args.list and (args.archive or args.force):
+        parser.error("--list runs nothing, so --archive and --force mean nothing with it")
+    return args
+
+
+def require_torch() -> None:
+    if util.find_spec("torch") is None:
+        raise UsageError(
+            f"{sys.executable} has no torch, and every snippet needs it. Use the project's venv "
+            f"({records.REMAKE} ..., after the README's test set-up) or a Python with torch installed"
+        )
+
+
+class Stopped(Exception):
+    """SIGTERM, reported like Ctrl-C."""
+
+
+def stop(signum, frame):
+    raise Stopped
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # A polite kill (SIGTERM) unwinds like Ctrl-C, so the running snippet is stopped with us.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, stop)
     try:
         if args.unpack:
             count = unpack(args.unpack, args.outputs_dir)
             print(f"unpacked {count} records from {args.unpack} into {args.outputs_dir}")
             return 0
+        if args.list:
+            args.device = args.device or ("cuda" if cuda_available() else "cpu")
+            return regenerate(args)
+        require_torch()
         if args.device == "cuda" and not cuda_available():
-            raise UsageError("--device cuda, but torch sees no CUDA device on this machine")
+            raise UsageError("--device cuda, but torch sees no CUDA device on this machine "
+                             "(--list --device cuda works anywhere)")
         args.device = args.device or ("cuda" if cuda_available() else "cpu")
         if args.archive and not args.archive.parent.is_dir():
             raise UsageError(f"--archive {args.archive}: folder {args.archive.parent} does not exist")
@@ -478,10 +516,14 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"regenerate: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):
         print("regenerate: interrupted; records already replaced stay, the others are as they were",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`--list | head`): stop quietly, without a traceback at exit either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
