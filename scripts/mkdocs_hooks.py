@@ -1,97 +1,118 @@
-"""The one mkdocs hook: expands the record directives in chapter Markdown (named in mkdocs.yml `hooks:`).
+"""The one mkdocs hook (named in mkdocs.yml `hooks:`): expands the record directives in chapter Markdown.
 
-Directives sit in HTML comments, so a page read on GitHub stays clean:
+Directives sit in HTML comments, so a page read on GitHub stays clean. Records are read through
+scripts/records.py; figures are drawn by scripts/plots.py and scripts/diagrams.py at build time, cached by
+content under .cache/figures/, and copied into the built site.
 
-    <!-- md:output eager_mode/complex_activation.py:profile -->
-        The recorded stdout of that snippet (of one named section, when given), in a content tab per
-        recorded device, CUDA first, each with a provenance line under it; a warning where the snippet
-        changed since it was recorded; "not yet recorded on CUDA" where there is no record.
-        lang= highlights the output as code: lang=python, or per device: lang=cuda:python,cpu:cpp.
+    <!-- md:output SNIPPET[:SECTION] [lang=LANG | lang=cuda:LANG,cpu:LANG] -->
+        The recorded stdout (of one named section) in a content tab per recorded device, recorded devices
+        only, each with its provenance line; a warning where the snippet changed since. A page whose
+        outputs lack a device says so once, under its title.
 
-    <!-- md:value eager_mode/complex_activation.py profile.busy_us device=cpu fmt=,.0f -->
-        One number from the snippet's recorded results.json (a dotted key), inline in prose.
-        device= cuda|cpu (default cuda); fmt= a Python format spec (default: 3 significant digits);
-        scale= a factor applied first (100 turns a share into a percentage); unit= text after the number
-        (unit=µs), left out with it when there is no record, so the prose reads "not yet recorded on CUDA".
+    <!-- md:value SNIPPET KEY [device=cuda|cpu] [fmt=SPEC] [scale=FACTOR] [unit=TEXT] [yes=TEXT no=TEXT] -->
+        One value of the record's results (a dotted key), inline. device= defaults to cuda; fmt= is a Python
+        format spec (default: integers as they are, other numbers to 3 significant digits); scale= multiplies
+        first; yes=/no= name a true/false value. A device with no record fails the build: prose about a
+        device belongs inside an md:recorded block.
 
-    <!-- md:figure eager_mode/complex_activation.py timeline -->
-        A figure scripts/render_assets.py drew from the snippet's records, in a tab per device, in light
-        and dark versions (Material shows the one matching the palette); a timeline links its traces
-        for Perfetto. A figure drawn from an older record shows a warning.
+    <!-- md:compare SNIPPET KEY_A KEY_B [device=cuda|cpu] -->
+        Words bound to two timings (dicts with median_us, q1_us, q3_us): "2.3× faster", "1.5× slower" or
+        "about the same", for B against A, by the rule in scripts/records.py `judge`.
+
+    <!-- md:hardware SNIPPET [device=cuda|cpu] -->
+        The GPU's (or CPU's) name, from the record.
+
+    <!-- md:recorded SNIPPET [device=cuda|cpu] -->   (alone on its line)
+    ...shown when that record exists...
+    <!-- md:else -->                                 (optional)
+    ...shown when it does not...
+    <!-- md:end -->
+
+    <!-- md:figure SNIPPET NAME [kind=KIND OPTION=VALUE ...] caption="TEXT" -->
+        A numbered figure with its caption, drawn from each recorded device's record: a profiler timeline
+        (NAME timeline), an FX graph kept in results (NAME is its key; a Mermaid diagram), or a chart
+        (kind=bars|speedup|lines|roofline, see scripts/plots.py), in light and dark versions.
 
     <!-- md:records -->
-        A table of every snippet and its record on each device: hardware, versions, date, freshness.
+        A table of every snippet's record on each device: state, date, hardware, versions.
 
-Every page that shows snippets gets a link to its notebook (docs/notebooks/, built by render_assets.py).
-An unknown directive, a snippet that does not exist, a key missing from a record or a figure never drawn
-fails the build with a message naming the page and the directive.
+An unknown directive or option, a missing snippet, section, key or record, or a bad format fails the build
+with one line naming the page and the directive.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
-import json
 import re
 import shlex
-from dataclasses import dataclass
+import shutil
+import sys
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
+from mkdocs.utils import get_relative_url
 
-import regenerate
-import render_assets
+try:
+    from scripts import diagrams, plots, records
+except ModuleNotFoundError:
+    # The `mkdocs` command loads this file by its path, outside its package; load the package the same way.
+    import importlib.util
 
-ROOT = Path(__file__).resolve().parents[1]
-SNIPPETS = ROOT / "snippets"
-OUTPUTS = ROOT / "docs" / "outputs"
-DEVICE_ORDER = ("cuda", "cpu")
-DEVICE_LABEL = {"cuda": "CUDA", "cpu": "CPU"}
-DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)?<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->", re.MULTILINE)
+    _here = Path(__file__).resolve().parent
+    _spec = importlib.util.spec_from_file_location("scripts", _here / "__init__.py",
+                                                   submodule_search_locations=[str(_here)])
+    sys.modules["scripts"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["scripts"])
+    from scripts import diagrams, plots, records
+
+DEVICES, LABELS = records.DEVICES, records.LABELS
+FIGURE_CACHE = records.ROOT / ".cache" / "figures"
+NOTEBOOKS = records.ROOT / "docs" / "notebooks"
+DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->[ \t]*$", re.MULTILINE)
 INLINE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->")
+FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+CONDITIONAL = ("recorded", "else", "end")
 
 
 class DirectiveError(Exception):
     pass
 
 
-@dataclass
-class Record:
-    device: str
-    folder: Path
-    manifest: dict
-    stale: bool
+class Page:
+    """What the directives of one page share: its URL, its figure count, the devices its outputs lack."""
 
-    def text(self, name: str) -> str:
-        return (self.folder / name).read_text()
+    def __init__(self, src_uri: str, url: str, snippets: Path = records.SNIPPETS, outputs: Path = records.OUTPUTS):
+        self.src_uri, self.url, self.snippets, self.outputs = src_uri, url, snippets, outputs
+        self.figures = 0
+        self.lacking: set[str] = set()
+        self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
 
-    def results(self) -> dict:
-        path = self.folder / "files" / "results.json"
-        if not path.exists():
-            raise DirectiveError(f"the {self.device} record has no files/results.json")
-        return json.loads(path.read_text())
+    def record(self, snippet: str, device: str) -> records.Record:
+        if not (self.snippets / snippet).is_file():
+            raise DirectiveError(f"snippet 'snippets/{snippet}' does not exist")
+        return records.record(snippet, device, self.outputs, self.snippets)
+
+    def recorded(self, snippet: str) -> list[records.Record]:
+        """The records of a snippet, one per device that has one, in DEVICES order."""
+        found = [r for r in (self.record(snippet, d) for d in DEVICES) if r.exists]
+        if not found:
+            raise DirectiveError(f"snippets/{snippet} has no record on any device: run "
+                                 f"{records.remake_hint(snippet, 'cpu')}")
+        self.lacking |= {d for d in DEVICES if d not in {r.device for r in found}}
+        for r in found:
+            try:
+                r.manifest
+            except records.CorruptRecord as error:
+                raise DirectiveError(str(error)) from None
+        return found
+
+    def link(self, path: str) -> str:
+        """A link from this page to a path of the built site."""
+        return get_relative_url(path, self.url or ".")
 
 
-def load_record(snippet: str, device: str, snippets: Path = SNIPPETS, outputs: Path = OUTPUTS) -> Record | None:
-    folder = regenerate.record_dir(outputs, device, snippet)
-    manifest = regenerate.read_manifest(folder)
-    if manifest is None:
-        return None
-    return Record(device, folder, manifest, stale=manifest.get("sha256") != regenerate.source_sha256(snippets / snippet))
-
-
-def provenance(record: Record, link: str) -> str:
-    env = record.manifest.get("environment", {})
-    if record.device == "cuda":
-        hardware = f"{env.get('gpu', 'unknown GPU')} (CUDA {env.get('cuda')}, driver {env.get('driver')})"
-    else:
-        hardware = f"{env.get('cpu', 'unknown CPU')} ({env.get('cpu_count')} cores)"
-    versions = f"torch {env.get('torch')}" + (f" · triton {env['triton']}" if env.get("triton") else "")
-    date = str(record.manifest.get("date", ""))[:10]
-    # A Markdown paragraph, so mkdocs checks the link to the record and rewrites it for the built site.
-    return (
-        f"Recorded on {hardware} · {versions} · Python {env.get('python')} · {date} · "
-        f"[record]({link}/manifest.json)\n{{: .provenance }}"
-    )
+# ----------------------------------------------------------------------------------------------- options
 
 
 def split_reference(reference: str) -> tuple[str, str | None]:
@@ -101,234 +122,401 @@ def split_reference(reference: str) -> tuple[str, str | None]:
     return snippet, section or None
 
 
-def check_snippet(snippet: str, snippets: Path) -> None:
-    if not (snippets / snippet).is_file():
-        raise DirectiveError(f"snippet 'snippets/{snippet}' does not exist")
+def options(args: list[str], allowed: set[str]) -> dict[str, str]:
+    found = {}
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if not sep or name not in allowed:
+            raise DirectiveError(f"unknown option '{arg}' (known: {', '.join(f'{a}=' for a in sorted(allowed))})")
+        found[name] = value
+    return found
 
 
-def output_languages(options: list[str]) -> dict[str, str]:
-    languages = dict.fromkeys(DEVICE_ORDER, "text")
-    for option in options:
-        name, sep, value = option.partition("=")
-        if name != "lang" or not sep or not value:
-            raise DirectiveError(f"unknown option '{option}' (lang=LANG or lang=cuda:LANG,cpu:LANG)")
-        for item in value.split(","):
-            device, sep, language = item.rpartition(":")
-            if sep and device not in DEVICE_ORDER:
-                raise DirectiveError(f"lang={value}: '{device}' is not a device (cuda, cpu)")
-            for key in [device] if sep else DEVICE_ORDER:
-                languages[key] = language
-    return languages
+def device_option(found: dict[str, str]) -> str:
+    device = found.get("device", "cuda")
+    if device not in DEVICES:
+        raise DirectiveError(f"device={device}: expected {' or '.join(DEVICES)}")
+    return device
 
 
-def device_tabs(snippet: str, snippets: Path, outputs: Path, body) -> str:
-    """A content tab per device, CUDA first, holding body(record) or "Not yet recorded". The first tab
-    starts a new tab set (===!), so two directives in a row do not merge into one set; the first device
-    with a record is the tab that opens (===+)."""
-    records = {device: load_record(snippet, device, snippets, outputs) for device in DEVICE_ORDER}
-    opens = next((device for device in DEVICE_ORDER if records[device]), DEVICE_ORDER[0])
-    tabs = []
-    for device, record in records.items():
-        label = DEVICE_LABEL[device]
-        text = body(record) if record else f'<p class="not-recorded">Not yet recorded on {label}.</p>'
-        marker = "===+" if device == opens and device != DEVICE_ORDER[0] else "===!" if not tabs else "==="
+def tabs(bodies: list[tuple[str, str]]) -> str:
+    """Content tabs, one per (device, Markdown); `===!` starts a new set, so two outputs never merge."""
+    out = []
+    for i, (device, text) in enumerate(bodies):
         indented = "\n".join("    " + line if line else "" for line in text.splitlines())
-        tabs.append(f'{marker} "{label}"\n\n{indented}')
-    return "\n\n".join(tabs) + "\n"
+        out.append(f'{"===!" if i == 0 else "==="} "{LABELS[device]}"\n\n{indented}')
+    return "\n\n".join(out) + "\n"
 
 
-def render_output(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
+def provenance(page: Page, record: records.Record) -> str:
+    link = page.link(f"outputs/{record.device}/{record.snippet[:-3]}/manifest.json")
+    return f'<p class="provenance">{html.escape(record.provenance())} · <a href="{link}">record</a></p>'
+
+
+def stale_warning(record: records.Record) -> str:
+    if record.state != "stale":
+        return ""
+    return (f'!!! warning "Stale record"\n\n    `snippets/{record.snippet}` changed after this was recorded on '
+            f"{LABELS[record.device]}. Remake it with `{records.remake_hint(record.snippet, record.device)}`.\n\n")
+
+
+# -------------------------------------------------------------------------------------------- directives
+
+
+def render_output(args: list[str], page: Page) -> str:
     if not args:
         raise DirectiveError("md:output takes SNIPPET[:SECTION] [lang=...]")
     snippet, section = split_reference(args[0])
-    languages = output_languages(args[1:])
-    check_snippet(snippet, snippets)
-    up = "../" * page_path.count("/")
-
-    def body(record: Record) -> str:
+    languages = dict.fromkeys(DEVICES, "text")
+    for device, language in parse_languages(options(args[1:], {"lang"}).get("lang")).items():
+        languages[device] = language
+    bodies = []
+    for record in page.recorded(snippet):
         if section is None:
-            text = record.text("stdout.txt")
+            text = record.stdout
+        elif section in record.sections:
+            text = record.sections[section]
         else:
-            sections = json.loads(record.text("sections.json"))
-            if section not in sections:
-                raise DirectiveError(f"the {record.device} record of {snippet} printed nothing in section '{section}'")
-            text = sections[section]
+            raise DirectiveError(f"the {record.device} record of {snippet} printed nothing in section '{section}'")
         fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-        link = up + "outputs/" + record.folder.relative_to(outputs).as_posix()
-        shown = f"{fence}{languages[record.device]}\n{text.rstrip()}\n{fence}\n\n{provenance(record, link)}"
-        if not record.stale:
-            return shown
-        return (
-            f'!!! warning "Stale record"\n\n'
-            f"    `snippets/{snippet}` changed after this output was recorded on {DEVICE_LABEL[record.device]}. "
-            f"Remake it with `python scripts/regenerate.py --device {record.device} --only {snippet}`.\n\n" + shown
-        )
-
-    return device_tabs(snippet, snippets, outputs, body)
+        language = languages[record.device]
+        # Output wraps at the column (.mlc-output in extra.css); code-like output keeps its lines.
+        block = f"{fence}{{ .{language} .mlc-output }}\n{text.rstrip()}\n{fence}"
+        if language != "text":
+            block = f"{fence}{language}\n{text.rstrip()}\n{fence}"
+        bodies.append((record.device, stale_warning(record) + block + "\n\n" + provenance(page, record)))
+    return tabs(bodies)
 
 
-def render_figure(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
-    if len(args) != 2:
-        raise DirectiveError("md:figure takes SNIPPET NAME")
-    snippet, name = args
-    check_snippet(snippet, snippets)
-    up = "../" * page_path.count("/")
+def parse_languages(value: str | None) -> dict[str, str]:
+    if not value:
+        return {}
+    found = {}
+    for item in value.split(","):
+        device, sep, language = item.rpartition(":")
+        if sep and device not in DEVICES:
+            raise DirectiveError(f"lang={value}: '{device}' is not a device ({', '.join(DEVICES)})")
+        for key in [device] if sep else DEVICES:
+            found[key] = language
+    return found
 
-    def body(record: Record) -> str:
-        device = record.device
-        source = render_assets.figure_sources(record.folder).get(name)
-        if source is None:
-            raise DirectiveError(f"the {device} record of {snippet} holds no data for a figure '{name}'")
-        folder = render_assets.FIGURES / device / record.folder.relative_to(outputs / device)
-        entry = (render_assets._read_json(folder / "figures.json") or {}).get(name)
-        files = render_assets.figure_files(folder, name, source["kind"])
-        if entry is None or not all(f.exists() for f in files):
-            raise DirectiveError(f"figure '{name}' was never drawn for {device}: run python scripts/render_assets.py")
-        where = up + folder.relative_to(render_assets.DOCS).as_posix()
-        alt = entry["alt"].replace("[", "(").replace("]", ")")
-        if source["kind"] == "graph":
-            # Mermaid draws it in the browser; the alt text stays readable without it.
-            shown = f"```mermaid\n{files[0].read_text().rstrip()}\n```\n\n{alt}\n{{: .provenance }}"
+
+def render_figure(args: list[str], page: Page) -> str:
+    if len(args) < 2:
+        raise DirectiveError('md:figure takes SNIPPET NAME [kind=... options] caption="..."')
+    snippet, name = args[0], args[1]
+    found = options(args[2:], {"kind", "caption", "keys", "labels", "unit", "line", "line_label", "x", "base",
+                               "other", "series", "xlabel", "ylabel", "logy", "key"})
+    caption = found.pop("caption", "").strip()
+    if not caption:
+        raise DirectiveError('md:figure needs caption="one line saying what to see"')
+    page.figures += 1
+    bodies = []
+    for record in page.recorded(snippet):
+        kept = record.results.get(name) if "kind" not in found and name != "timeline" else None
+        if isinstance(kept, dict) and "fxgraph" in kept:
+            mermaid, alt = diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
+            shown = f"```mermaid\n{mermaid.rstrip()}\n```\n\n" + f'<p class="mlc-alt">{html.escape(alt)}</p>'
         else:
-            shown = "\n".join(
-                f"![{alt}]({where}/{name}.{palette}.svg#only-{palette}){{ loading=lazy }}" for palette in ("light", "dark")
-            )
-        if entry.get("hash") != source["hash"]:
-            shown = '!!! warning "Stale figure"\n\n    Drawn from an older record: run `python scripts/render_assets.py`.\n\n' + shown
-        if source["kind"] == "timeline":
-            link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/files/"
-            traces = ", ".join(f"[`{t.name}`]({link}{t.name})" for t in source["traces"])
-            shown += f"\n\nThe trace: {traces}, to open in [Perfetto](https://ui.perfetto.dev).\n{{: .provenance }}"
-        return shown
-
-    return device_tabs(snippet, snippets, outputs, body)
+            shown = draw(page, record, name, found)
+        bodies.append((record.device, stale_warning(record) + shown))
+    figure = tabs(bodies) if len(bodies) > 1 else bodies[0][1] + "\n"
+    number = f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> {html.escape(caption)}</p>'
+    return f'<div class="mlc-figure" markdown>\n\n{figure}\n{number}\n\n</div>\n'
 
 
-def render_value(args: list[str], snippets: Path, outputs: Path) -> str:
-    if not args:
-        raise DirectiveError("md:value takes SNIPPET KEY [device=cuda|cpu] [fmt=SPEC] [scale=FACTOR] [unit=TEXT]")
-    snippet, key, options = args[0], (args[1] if len(args) > 1 else None), {}
-    for option in args[2:]:
-        name, sep, value = option.partition("=")
-        if not sep or name not in {"device", "fmt", "scale", "unit"}:
-            raise DirectiveError(f"unknown option '{option}' (device=, fmt=, scale=, unit=)")
-        options[name] = value
-    if key is None:
-        raise DirectiveError("md:value needs a KEY after the snippet")
-    check_snippet(snippet, snippets)
-    device = options.get("device", "cuda")
-    if device not in DEVICE_ORDER:
-        raise DirectiveError(f"device={device}: expected cuda or cpu")
-    record = load_record(snippet, device, snippets, outputs)
-    if record is None:
-        return f'<span class="not-recorded">not yet recorded on {DEVICE_LABEL[device]}</span>'
-    value = record.results()
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise DirectiveError(f"key '{key}' is not in the {device} record's results.json")
-        value = value[part]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = value * float(options.get("scale", 1))
-        text = format(value, options.get("fmt", ".3g"))
-    else:
-        text = str(value)
-    if options.get("unit"):
-        text += ("" if options["unit"] == "%" else "\u202f") + options["unit"]
-    env = record.manifest.get("environment", {})
-    where = env.get("gpu") if device == "cuda" else env.get("cpu")
-    title = f"{key} from snippets/{snippet}, recorded on {where} on {str(record.manifest.get('date', ''))[:10]}"
+def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
+    """Both palettes' SVGs of one chart, from the cache when the record and the drawing code are unchanged."""
+    digest = hashlib.sha256()
+    for part in (Path(plots.__file__).read_bytes(), repr(sorted(found.items())).encode(), name.encode(),
+                 *(p.read_bytes() for p in sorted(record.files.glob("*.json")) if p.is_file())):
+        digest.update(hashlib.sha256(part).digest())
+    key = digest.hexdigest()[:20]
+    FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
+    images = []
+    alt = ""
+    for palette in plots.PALETTES:
+        cached = FIGURE_CACHE / f"{key}.{palette}.svg"
+        alt_file = FIGURE_CACHE / f"{key}.alt.txt"
+        if not cached.exists() or not alt_file.exists():
+            try:
+                svg, alt = plots.render(record, name, found, palette)
+            except plots.FigureError as error:
+                raise DirectiveError(f"the {record.device} record: {error}") from None
+            cached.write_text(svg)
+            alt_file.write_text(alt)
+        alt = alt_file.read_text()
+        site_path = f"figures/{key}.{palette}.svg"
+        page.drawn[site_path] = str(cached)
+        src = page.link(site_path)
+        images.append(
+            f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
+            f'<img src="{src}#only-{palette}" alt="{html.escape(alt)}" loading="lazy"></a>'
+        )
+    traces = plots.traces(record) if name == "timeline" else []
+    links = ""
+    if traces:
+        base = f"outputs/{record.device}/{record.snippet[:-3]}/files/"
+        listed = ", ".join(f'<a href="{page.link(base + t.name)}"><code>{t.name}</code></a>' for t in traces)
+        links = f'\n<p class="provenance">The traces, to open in <a href="https://ui.perfetto.dev">Perfetto</a>: {listed}</p>'
+    return "\n".join(images) + links + "\n"
+
+
+def render_records(args: list[str], page: Page) -> str:
+    if args:
+        raise DirectiveError("md:records takes no arguments")
+    rows = ["| Snippet | " + " | ".join(LABELS[d] for d in DEVICES) + " |", "|---|" + "---|" * len(DEVICES)]
+    for snippet in records.find_snippets(page.snippets):
+        cells = []
+        for device in DEVICES:
+            record = page.record(snippet, device)
+            state = record.state
+            if state in ("missing", "corrupt") or not record.exists:
+                cells.append(f"*{state}*")
+                continue
+            env = record.environment
+            link = page.link(f"outputs/{device}/{snippet[:-3]}/manifest.json")
+            shown = f"**{state}**" if state != "fresh" else state
+            cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · torch {env.get('torch')} · "
+                         f"{record.manifest.get('duration_s')} s")
+        rows.append(f"| `{snippet}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def format_value(value, found: dict[str, str]) -> str:
+    if isinstance(value, bool):
+        if "yes" in found or "no" in found:
+            return found.get("yes" if value else "no", "")
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        if "scale" in found:
+            try:
+                value = value * float(found["scale"])
+            except ValueError:
+                raise DirectiveError(f"scale={found['scale']} is not a number") from None
+        spec = found.get("fmt")
+        if spec is None:
+            if isinstance(value, int):
+                return str(value)
+            text = format(value, ".3g")
+            return text if "e" not in text else format(value, ".0f")
+        if isinstance(value, float) and value.is_integer() and spec.rstrip(",_").endswith("d"):
+            value = int(value)
+        try:
+            return format(value, spec)
+        except ValueError as error:
+            raise DirectiveError(f"fmt={spec} cannot format {value!r}: {error}") from None
+    return str(value)
+
+
+def render_value(args: list[str], page: Page) -> str:
+    if len(args) < 2:
+        raise DirectiveError("md:value takes SNIPPET KEY [device=] [fmt=] [scale=] [unit=] [yes= no=]")
+    snippet, key = args[0], args[1]
+    found = options(args[2:], {"device", "fmt", "scale", "unit", "yes", "no"})
+    record = needed(page, snippet, device_option(found))
+    try:
+        value = record.value(key)
+    except KeyError as error:
+        raise DirectiveError(str(error).strip("'\"")) from None
+    text = format_value(value, found)
+    if found.get("unit"):
+        text += ("" if found["unit"] == "%" else "\u202f") + found["unit"]
+    return inline_span(record, f"{key} from snippets/{snippet}", text)
+
+
+def needed(page: Page, snippet: str, device: str) -> records.Record:
+    record = page.record(snippet, device)
+    if not record.exists:
+        raise DirectiveError(
+            f"there is no {LABELS[device]} record of {snippet}: put the sentence inside "
+            f"<!-- md:recorded {snippet} device={device} --> ... <!-- md:end -->"
+        )
+    return record
+
+
+def inline_span(record: records.Record, what: str, text: str) -> str:
+    title = f"{what}, recorded on {record.hardware} on {record.date}"
     stale = ' <span class="stale" title="the snippet changed since this was recorded">(stale)</span>'
-    return f'<span class="recorded" title="{html.escape(title)}">{html.escape(text)}</span>' + (
-        stale if record.stale else ""
-    )
+    return (f'<span class="recorded" title="{html.escape(title)}">{html.escape(text)}</span>'
+            + (stale if record.state == "stale" else ""))
 
 
-def expand(markdown: str, page_path: str, snippets: Path = SNIPPETS, outputs: Path = OUTPUTS) -> str:
+def render_compare(args: list[str], page: Page) -> str:
+    if len(args) < 3:
+        raise DirectiveError("md:compare takes SNIPPET KEY_A KEY_B [device=]")
+    snippet, key_a, key_b = args[:3]
+    record = needed(page, snippet, device_option(options(args[3:], {"device"})))
+    try:
+        a, b = record.value(key_a), record.value(key_b)
+    except KeyError as error:
+        raise DirectiveError(str(error).strip("'\"")) from None
+    if not all(isinstance(t, dict) and "median_us" in t for t in (a, b)):
+        raise DirectiveError(f"{key_a} and {key_b} must both be timings (dicts with median_us)")
+    return inline_span(record, f"{key_b} against {key_a} from snippets/{snippet} (medians and IQRs)",
+                       records.judge(a, b))
+
+
+def render_hardware(args: list[str], page: Page) -> str:
+    if len(args) < 1:
+        raise DirectiveError("md:hardware takes SNIPPET [device=]")
+    record = needed(page, args[0], device_option(options(args[1:], {"device"})))
+    return inline_span(record, "the machine", record.hardware)
+
+
+BLOCKS = {"output": render_output, "figure": render_figure, "records": render_records}
+INLINES = {"value": render_value, "compare": render_compare, "hardware": render_hardware}
+
+
+# ------------------------------------------------------------------------------------------------ pages
+
+
+def fenced_segments(markdown: str) -> list[tuple[bool, str]]:
+    """Split Markdown into (inside a fenced code block?, text), so directives shown as code stay code."""
+    segments: list[tuple[bool, list[str]]] = [(False, [])]
+    fence = None
+    for line in markdown.splitlines(keepends=True):
+        match = FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            segments.append((True, [line]))
+        elif fence is not None:
+            segments[-1][1].append(line)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                    and not line.strip()[len(match.group(1)):].strip():
+                fence = None
+                segments.append((False, []))
+        else:
+            segments[-1][1].append(line)
+    return [(code, "".join(lines)) for code, lines in segments if lines]
+
+
+def conditionals(markdown: str, page: Page) -> str:
+    """Keep the branch of each md:recorded ... md:else ... md:end block that matches the records."""
+    out, state = [], None  # state: None outside a block, else (keeping this branch?, directive text)
+    for is_code, text in fenced_segments(markdown):
+        if is_code:
+            if state is None or state[0]:
+                out.append(text)
+            continue
+        for line in text.splitlines(keepends=True):
+            match = DIRECTIVE.match(line.rstrip("\n"))
+            name = match.group("name") if match else None
+            if name not in CONDITIONAL:
+                if state is None or state[0]:
+                    out.append(line)
+                continue
+            directive = line.strip()
+            try:
+                if name == "recorded":
+                    if state is not None:
+                        raise DirectiveError("md:recorded blocks do not nest; close the first with md:end")
+                    args = shlex.split(match.group("args"))
+                    if not args:
+                        raise DirectiveError("md:recorded takes SNIPPET [device=]")
+                    record = page.record(args[0], device_option(options(args[1:], {"device"})))
+                    state = (record.exists, directive)
+                elif state is None:
+                    raise DirectiveError(f"md:{name} without an md:recorded before it")
+                elif name == "else":
+                    state = (not state[0], state[1])
+                else:
+                    state = None
+            except DirectiveError as error:
+                raise PluginError(f"{page.src_uri}: {directive}: {error}") from None
+    if state is not None:
+        raise PluginError(f"{page.src_uri}: {state[1]}: never closed with <!-- md:end -->")
+    return "".join(out)
+
+
+def expand(markdown: str, page: Page) -> str:
     """Expand every directive in a page's Markdown; raise PluginError naming the page on any mistake."""
 
     def fail(match: re.Match, error: Exception):
-        return PluginError(f"{page_path}: {match.group(0).strip()}: {error}")
+        return PluginError(f"{page.src_uri}: {match.group(0).strip()}: {error}")
 
     def block(match: re.Match) -> str:
-        name, args = match.group("name"), shlex.split(match.group("args"))
+        name = match.group("name")
         if name not in BLOCKS:
             return match.group(0)  # inline directives are handled below
         try:
-            rendered = BLOCKS[name](args, page_path, snippets, outputs)
-        except DirectiveError as error:
+            rendered = BLOCKS[name](shlex.split(match.group("args")), page)
+        except (DirectiveError, ValueError) as error:
             raise fail(match, error) from None
         indent = match.group("indent") or ""
         return "\n".join(indent + line if line else "" for line in rendered.splitlines())
 
     def inline(match: re.Match) -> str:
-        name, args = match.group("name"), shlex.split(match.group("args"))
+        name = match.group("name")
         try:
-            if name == "value":
-                return render_value(args, snippets, outputs)
-            if name in BLOCKS:
-                raise DirectiveError(f"md:{name} must stand at the start of a line of its own")
-            raise DirectiveError(f"unknown directive 'md:{name}' (known: md:{', md:'.join([*BLOCKS, 'value'])})")
-        except DirectiveError as error:
+            if name in INLINES:
+                return INLINES[name](shlex.split(match.group("args")), page)
+            if name in BLOCKS or name in CONDITIONAL:
+                raise DirectiveError(f"md:{name} must stand alone on its own line")
+            known = ", ".join(f"md:{n}" for n in [*BLOCKS, *INLINES, *CONDITIONAL])
+            raise DirectiveError(f"unknown directive 'md:{name}' (known: {known})")
+        except (DirectiveError, ValueError) as error:
             raise fail(match, error) from None
 
+    markdown = conditionals(markdown, page)
     parts = []
-    for is_code, text in render_assets.fenced_segments(markdown):
+    for is_code, text in fenced_segments(markdown):
         parts.append(text if is_code else INLINE.sub(inline, DIRECTIVE.sub(block, text)))
     return "".join(parts)
 
 
-
-
-def render_records(args: list[str], page_path: str, snippets: Path, outputs: Path) -> str:
-    if args:
-        raise DirectiveError("md:records takes no arguments")
-    up = "../" * page_path.count("/")
-    rows = ["| Snippet | " + " | ".join(DEVICE_LABEL[d] for d in DEVICE_ORDER) + " |",
-            "|---|" + "---|" * len(DEVICE_ORDER)]
-    for snippet in regenerate.find_snippets(snippets):
-        cells = []
-        for device in DEVICE_ORDER:
-            record = load_record(snippet, device, snippets, outputs)
-            if record is None:
-                cells.append("*not yet recorded*")
-                continue
-            env = record.manifest.get("environment", {})
-            where = env.get("gpu") if device == "cuda" else env.get("cpu")
-            state = "**stale**" if record.stale else "fresh"
-            link = up + "outputs/" + record.folder.relative_to(outputs).as_posix() + "/manifest.json"
-            cells.append(
-                f"{state} · [{str(record.manifest.get('date', ''))[:10]}]({link}) · {where} · "
-                f"torch {env.get('torch')} · {record.manifest.get('duration_s')} s"
-            )
-        rows.append(f"| `{snippet}` | " + " | ".join(cells) + " |")
-    return "\n".join(rows) + "\n"
-
-
-BLOCKS = {"output": render_output, "figure": render_figure, "records": render_records}
-
-
-def notebook_link(page_path: str) -> str:
-    """Lines under the page title: the page's notebook as a page, and as a file to download, where
-    render_assets.py made one."""
-    notebook = render_assets.notebook_path(render_assets.DOCS / page_path)
+def notebook_link(page: Page) -> str:
+    """Buttons under the title: the page's notebook as a page and as a file to download, where one exists."""
+    notebook = NOTEBOOKS / (page.src_uri.removesuffix(".md").replace("/", "__") + ".ipynb")
     if not notebook.exists():
         return ""
-    source = notebook.relative_to(render_assets.DOCS).as_posix()
-    page = "../" * page_path.count("/") + source
-    # mkdocs-jupyter copies the .ipynb beside its page; a raw link, since mkdocs would rewrite a Markdown one.
-    url_depth = page_path.count("/") + (0 if page_path.endswith("index.md") else 1)
-    download = "../" * url_depth + f"{source[:-len('.ipynb')]}/{notebook.name}"
+    stem = notebook.relative_to(NOTEBOOKS.parent).as_posix().removesuffix(".ipynb")
+    as_page = page.link(stem + "/")
+    download = page.link(f"{stem}/{notebook.name}")  # mkdocs-jupyter copies the .ipynb beside its page
     return (
-        f"[:material-notebook-outline: This chapter as a notebook]({page}){{ .md-button .notebook-link }} "
+        f'<a class="md-button notebook-link" href="{as_page}">:material-notebook-outline: This chapter as a notebook</a> '
         f'<a class="md-button notebook-link" href="{download}" download>:material-download: Download .ipynb</a>\n\n'
     )
 
 
+def lacking_note(page: Page) -> str:
+    if not page.lacking:
+        return ""
+    reproduce = get_relative_url("reproduce.md", page.src_uri)  # a Markdown link: mkdocs checks and rewrites it
+    missing = " or ".join(LABELS[d] for d in sorted(page.lacking, key=DEVICES.index))
+    return (f'!!! note "Not yet recorded on {missing}"\n\n    The outputs on this page were recorded on '
+            f"{' and '.join(LABELS[d] for d in DEVICES if d not in page.lacking)} only. A {missing} record is "
+            f"made on a machine that has one; [Reproduce]({reproduce}) says how. The text about {missing} "
+            f"appears once that record exists.\n\n")
+
+
+# --------------------------------------------------------------------------------------------- mkdocs events
+
+_DRAWN: dict[str, str] = {}
+
+
 def on_page_markdown(markdown, page, config, files):
-    markdown = expand(markdown, page.file.src_uri)
-    link = notebook_link(page.file.src_uri)
-    if link:
+    state = Page(page.file.src_uri, page.url)
+    markdown = expand(markdown, state)
+    _DRAWN.update(state.drawn)
+    head = notebook_link(state) + lacking_note(state)
+    if head:
         # After the first heading, so the title stays first.
-        head, sep, rest = markdown.partition("\n")
-        markdown = head + sep + "\n" + link + rest if head.startswith("# ") else link + markdown
+        first, sep, rest = markdown.partition("\n")
+        markdown = first + sep + "\n" + head + rest if first.startswith("# ") else head + markdown
     return markdown
+
+
+def on_page_content(html_text, page, config, files):
+    if page.file.src_uri.startswith("notebooks/"):
+        # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
+        page.meta["search"] = {"exclude": True}
+    return html_text
+
+
+def on_post_build(config):
+    site = Path(config["site_dir"])
+    for site_path, cached in _DRAWN.items():
+        target = site / site_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cached, target)

@@ -1,8 +1,14 @@
-"""Test-wide setup that must happen before torch or triton is imported."""
+"""Test-wide setup that must happen before torch or triton is imported, and the site built once per run."""
 
+import fcntl
 import os
 import shutil
+import subprocess
+import sys
+import uuid
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
@@ -17,29 +23,54 @@ os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-pytest_plugins = ["harness"]
+
+class ShareRunId:
+    """xdist hands each worker the run's id, so all workers share one built site."""
+
+    def pytest_configure_node(self, node):
+        node.workerinput["mlc_run_id"] = node.config.option.mlc_run_id
 
 
-def pytest_terminal_summary(terminalreporter):
-    """Stale or missing CUDA records are listed, not failed: only a GPU box can remake them."""
-    from harness import all_snippets
-    from records import OUTPUTS, stale_records
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        config.option.mlc_run_id = uuid.uuid4().hex[:12]
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(ShareRunId())
 
-    missing = [s for s in all_snippets() if not (OUTPUTS / "cuda" / s[:-3] / "manifest.json").exists()]
-    stale = stale_records("cuda")
-    if missing or stale:
-        terminalreporter.section("CUDA records (remake on a GPU box: python scripts/regenerate.py --device cuda)")
-        for snippet in stale:
-            terminalreporter.line(f"stale    snippets/{snippet}")
-        terminalreporter.line(f"missing  {len(missing)} of {len(all_snippets())} snippets have no CUDA record")
+
+@pytest.fixture(scope="session")
+def built_site(request) -> Path:
+    """The site, built with `mkdocs build --strict` once per test run however many workers ask for it.
+    Returns the site folder; the build's stderr is in build.log beside it."""
+    config = request.config
+    run_id = config.workerinput["mlc_run_id"] if hasattr(config, "workerinput") else config.option.mlc_run_id
+    base = CACHE / "test-site"
+    base.mkdir(parents=True, exist_ok=True)
+    out = base / run_id
+    with open(base / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "build.log").exists():
+            for old in base.iterdir():  # sites of earlier runs
+                if old.is_dir() and old.name != run_id:
+                    shutil.rmtree(old, ignore_errors=True)
+            result = subprocess.run(
+                [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out / "site")],
+                cwd=ROOT, capture_output=True, text=True, timeout=300,
+                env=dict(os.environ, NO_MKDOCS_2_WARNING="1", REPO_URL="https://example.org/repository"),
+            )
+            (out / "returncode").parent.mkdir(parents=True, exist_ok=True)
+            (out / "returncode").write_text(str(result.returncode))
+            (out / "build.log").write_text(result.stderr)
+    if (out / "returncode").read_text() != "0":
+        pytest.fail(f"mkdocs build --strict failed:\n{(out / 'build.log').read_text()[-3000:]}", pytrace=False)
+    return out / "site"
 
 
 def pytest_collection_modifyitems(items):
-    """With `--dist loadgroup`, keep each test module on one worker (its snippet runs once there), but
-    spread the browser's per-page tests over all workers: they are the slowest part of the suite."""
-    import pytest
-
+    """With `--dist loadgroup`: the browser's per-page tests spread over all workers (they are the slowest
+    part); fresh snippet runs spread too; the rest of each module stays on one worker."""
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if not (item.module.__name__ == "test_browser" and "path" in params):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+        module = item.module.__name__
+        if module in ("test_browser", "test_facts"):
+            continue
+        item.add_marker(pytest.mark.xdist_group(module))

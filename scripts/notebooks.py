@@ -1,0 +1,746 @@
+"""Build each chapter's companion notebook, docs/notebooks/<page path, / as __>.ipynb; no GPU needed.
+
+    python -m scripts.notebooks           # write every notebook; remove those whose page shows no snippet
+    python -m scripts.notebooks --check   # list notebooks that differ from a fresh build; exit 1 if any
+
+A notebook is its chapter. Every page under docs/ that includes snippet sections
+(`--8<-- "snippets/x/y.py:SECTION"` in a fenced code block that is not a ```markdown example) gets one:
+
+- a first cell with the chapter's title, a link back to the chapter on the site, and where the outputs
+  were recorded;
+- its prose as Markdown cells, a new cell at each heading. Admonitions, quiz questions and content tabs
+  become plain Markdown (a bold title, the body quoted). The record directives read as the site reads:
+  `md:value`, `md:compare` and `md:hardware` become the text the mkdocs hook renders, `md:recorded` /
+  `md:else` / `md:end` keep the branch the site shows, `md:figure` becomes the figure itself where
+  `scripts.plots` can draw it (else a line naming it and its caption), and `md:output` is left out where
+  the output already sits under its code cell. Relative links point at the pages of the built site;
+- each included section as a code cell holding the section's code, with what it printed in the snippet's
+  record (CUDA where recorded, else CPU) as its output;
+- before the first section of each snippet, and before any later section that needs code the page does
+  not show, a collapsed cell (tag `hide-input`) with that code, so the notebook runs top to bottom on CPU
+  or GPU. The recording plumbing (every statement that fills or reads the `results` dict) is left out.
+
+Nothing is executed and nothing depends on the date: the same pages, snippets and records give the same
+bytes, so a test compares the committed notebooks with a fresh build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import hashlib
+import html
+import importlib
+import json
+import re
+import shlex
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import nbformat
+from nbformat import v4
+
+from scripts import records
+from scripts.runner import section_lines
+
+ROOT = records.ROOT
+DOCS = ROOT / "docs"
+NOTEBOOKS = DOCS / "notebooks"
+SNIPPETS = records.SNIPPETS
+SKIP_DIRS = ("outputs", "notebooks", "figures", "assets")
+SITE_NAME = "ML compilation, executed"
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+INCLUDE = re.compile(r"""^[ \t]*--8<--[ \t]+(["'])snippets/(?P<snippet>[^"':]+\.py)(?::(?P<section>[^"']+))?\1[ \t]*$""")
+DIRECTIVE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->", re.DOTALL)
+BLOCK_LINE = re.compile(r"^[ \t]*<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->[ \t]*$")
+ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)(?P<classes>(?:[ \t]+[\w-]+)*)"""
+                        r"""(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
+TAB = re.compile(r"""^(?P<indent>[ \t]*)===[!+]?[ \t]+"(?P<title>[^"]*)"[ \t]*$""")
+HEADING = re.compile(r"^#{1,6}[ \t]+\S")
+CODE_SPAN = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)")
+LINK = re.compile(r"(!?\[(?:[^\[\]]|\[[^\[\]]*\])*\])\((?P<target>[^()\s]+)(?P<rest>(?:\s+\"[^\"]*\")?)\)")
+ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*[.#][^}\n]*\}")
+TAG = re.compile(r"<[^>]+>")
+
+
+class NotebookError(Exception):
+    """A page the builder cannot turn into a notebook; the message names the page."""
+
+
+# ------------------------------------------------------------------------------------------- the hook
+
+
+def hook():
+    """scripts/mkdocs_hooks.py: the site's own expansion of each directive, reused so the texts match."""
+    from scripts import mkdocs_hooks
+
+    return mkdocs_hooks
+
+
+def hook_page(src: str):
+    """The hook's per-page state for docs/<src>, as mkdocs would give it."""
+    return hook().Page(src, page_url(src))
+
+
+def inline_text(match: re.Match, page) -> str:
+    """What the site shows for one inline directive (md:value, md:compare, md:hardware), as plain text: the
+    hook renders it and the HTML it wraps the text in is taken off."""
+    name = match.group("name")
+    render = hook().INLINES.get(name)
+    if render is None:
+        raise hook().DirectiveError(f"md:{name} is not an inline directive (known: "
+                                    + ", ".join(f"md:{n}" for n in hook().INLINES) + ")")
+    rendered = render(shlex.split(match.group("args")), page)
+    return html.unescape(TAG.sub("", rendered))
+
+
+# ------------------------------------------------------------------------------------------- records
+
+
+def usable(record: records.Record) -> bool:
+    return record.exists and record.state in ("fresh", "stale")
+
+
+@cache
+def best_record(snippet: str) -> records.Record | None:
+    """The record whose outputs a notebook shows: CUDA where it exists, else CPU."""
+    for device in records.DEVICES:
+        record = records.record(snippet, device)
+        if usable(record):
+            return record
+    return None
+
+
+# ------------------------------------------------------------------------------------------- snippets
+
+
+def is_plumbing(node: ast.stmt) -> bool:
+    """A statement that only feeds the recorder: it assigns to, updates or reads the `results` dict."""
+    return any(isinstance(n, ast.Name) and n.id == "results" for n in ast.walk(node))
+
+
+BODIES = ("body", "orelse", "finalbody")
+
+
+@dataclass
+class Snippet:
+    """One snippet file: its lines, its sections, and the lines a notebook leaves out."""
+
+    name: str
+    lines: list[str]
+    sections: dict[str, tuple[int, int]]  # name -> (first, last) line, 1-based, markers excluded
+    drop: set[int] = field(default_factory=set)  # plumbing, marker and docstring lines
+    passes: dict[int, str] = field(default_factory=dict)  # a line that becomes `pass` (emptied block)
+
+    @classmethod
+    def load(cls, name: str) -> Snippet:
+        path = SNIPPETS / name
+        source = path.read_text()
+        snippet = cls(name, source.splitlines(), section_lines(source))
+        tree = ast.parse(source, filename=str(path))
+        for number, line in enumerate(snippet.lines, start=1):
+            if "--8<--" in line and re.search(r"\[(start|end):", line):
+                snippet.drop.add(number)
+        body = tree.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            snippet.drop_lines(body[0])  # the module docstring: the notebook's prose says it
+        snippet.prune(body, top=True)
+        return snippet
+
+    def span(self, node: ast.stmt) -> tuple[int, int]:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        return first, node.end_lineno
+
+    def drop_lines(self, node: ast.stmt, comments: bool = False) -> None:
+        first, last = self.span(node)
+        self.drop.update(range(first, last + 1))
+        if comments:  # the comment block right above a dropped statement explains the plumbing
+            number = first - 1
+            while number >= 1 and self.lines[number - 1].strip().startswith("#") \
+                    and "--8<--" not in self.lines[number - 1]:
+                self.drop.add(number)
+                number -= 1
+
+    def prune(self, body: list[ast.stmt], top: bool = False) -> bool:
+        """Drop the plumbing in a block; True when nothing else is left in it."""
+        left = 0
+        for node in body:
+            if self.inside_section(node):
+                left += 1  # shown code is shown as written; the protocol keeps plumbing out of it
+                continue
+            inner = [getattr(node, name) for name in BODIES if getattr(node, name, None)]
+            inner += [[h] for h in getattr(node, "handlers", [])]
+            header_reads = any(is_plumbing(part) for part in self.headers(node))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not inner:
+                if is_plumbing(node):
+                    self.drop_lines(node, comments=top)
+                    continue
+            elif header_reads or all([self.prune(block) for block in inner]):
+                self.drop_lines(node, comments=top)
+                continue
+            else:
+                for block in inner:
+                    kept = [n for n in block if not (set(range(*self.span_incl(n))) <= self.drop)]
+                    if not kept and block:
+                        first = self.span(block[0])[0]
+                        indent = re.match(r"[ \t]*", self.lines[first - 1]).group(0)
+                        self.passes[first] = indent + "pass"
+            left += 1
+        return left == 0
+
+    def span_incl(self, node: ast.stmt) -> tuple[int, int]:
+        first, last = self.span(node)
+        return first, last + 1
+
+    @staticmethod
+    def headers(node: ast.stmt) -> list[ast.AST]:
+        """The parts of a compound statement that are not its blocks (a loop's iterable, a condition)."""
+        parts = []
+        for name, value in ast.iter_fields(node):
+            if name in BODIES or name == "handlers":
+                continue
+            parts += value if isinstance(value, list) else [value]
+        return [p for p in parts if isinstance(p, ast.AST)]
+
+    def inside_section(self, node: ast.stmt) -> bool:
+        first, last = self.span(node)
+        return any(a <= first and last <= b for a, b in self.sections.values())
+
+    def section(self, name: str) -> tuple[int, int]:
+        if name not in self.sections:
+            known = ", ".join(sorted(self.sections)) or "none"
+            raise KeyError(f"snippets/{self.name} has no section '{name}' (its sections: {known})")
+        return self.sections[name]
+
+    def text(self, numbers: list[int], dedent: bool = False) -> str:
+        """The source of these lines without markers and plumbing, blank runs squeezed."""
+        out: list[str] = []
+        for number in numbers:
+            if number in self.passes:
+                out.append(self.passes[number])
+            elif number not in self.drop:
+                out.append(self.lines[number - 1].rstrip())
+        text = "\n".join(out)
+        if dedent:
+            text = textwrap.dedent(text)
+        text = re.sub(r"\n{4,}", "\n\n\n", text)
+        return text.strip("\n")
+
+
+# ------------------------------------------------------------------------------------------- pages
+
+
+@dataclass
+class Include:
+    snippet: str
+    section: str | None
+
+
+def fence_blocks(lines: list[str]):
+    """Yield (start, end, info, indent) for each fenced code block (end is the closing line, or the last
+    line for an unclosed fence), nested fences inside a longer fence included in it."""
+    index = 0
+    while index < len(lines):
+        match = FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        fence, close = match.group("fence"), None
+        for other in range(index + 1, len(lines)):
+            closing = FENCE.match(lines[other])
+            if closing and closing.group("fence")[0] == fence[0] and len(closing.group("fence")) >= len(fence) \
+                    and not closing.group("info").strip():
+                close = other
+                break
+        end = close if close is not None else len(lines) - 1
+        yield index, end, match.group("info").strip(), match.group("indent")
+        index = end + 1
+
+
+def fence_mask(lines: list[str]) -> list[bool]:
+    """True for each line inside (or opening or closing) a fenced code block."""
+    mask = [False] * len(lines)
+    for start, end, _, _ in fence_blocks(lines):
+        for number in range(start, end + 1):
+            mask[number] = True
+    return mask
+
+
+def is_example(info: str) -> bool:
+    """A ```markdown fence shows page source as text: the snippet lines in it are an example."""
+    return re.match(r"\{?\.?(markdown|md)\b", info) is not None
+
+
+def includes(lines: list[str]) -> list[Include]:
+    found = []
+    for line in lines:
+        match = INCLUDE.match(line)
+        if match:
+            found.append(Include(match.group("snippet"), match.group("section")))
+    return found
+
+
+def page_includes(text: str) -> list[Include]:
+    """Every snippet section a page shows, in page order (examples in ```markdown fences left out)."""
+    lines = text.splitlines()
+    found = []
+    for start, end, info, _ in fence_blocks(lines):
+        if not is_example(info):
+            found += includes(lines[start + 1:end])
+    return found
+
+
+def chapter_pages() -> list[Path]:
+    pages = []
+    for page in sorted(DOCS.rglob("*.md")):
+        if page.relative_to(DOCS).parts[0] in SKIP_DIRS:
+            continue
+        if page_includes(page.read_text()):
+            pages.append(page)
+    return pages
+
+
+def notebook_path(page: Path) -> Path:
+    return NOTEBOOKS / (page.relative_to(DOCS).with_suffix("").as_posix().replace("/", "__") + ".ipynb")
+
+
+def block_end(lines: list[str], start: int, indent: str) -> int:
+    """The index after the indented body that starts below lines[start]."""
+    inner = len(indent.expandtabs(4)) + 4
+    end = start + 1
+    last = start
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() and len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) < inner:
+            break
+        if line.strip():
+            last = end
+        end += 1
+    return last + 1
+
+
+def plain_blocks(lines: list[str]) -> list[str]:
+    """Admonitions and quiz questions become a bold title over the quoted body; content tabs a bold label
+    over the body. Fenced code stays as it is (dedented with its block)."""
+    mask = fence_mask(lines)
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        admonition = None if mask[index] else ADMONITION.match(line)
+        tab = None if mask[index] else TAB.match(line)
+        if not (admonition or tab):
+            out.append(line)
+            index += 1
+            continue
+        match = admonition or tab
+        indent = match.group("indent")
+        end = block_end(lines, index, indent)
+        body = textwrap.dedent("\n".join(lines[index + 1:end]).expandtabs(4)).splitlines()
+        body = plain_blocks(body)
+        while body and not body[0].strip():
+            body.pop(0)
+        if admonition:
+            title = admonition.group("title")
+            if title is None:
+                title = admonition.group("kind").replace("-", " ").capitalize()
+            quoted = not includes(body)  # a snippet include must stay at the top level to become a cell
+            block = ([f"**{title}**", ""] if title else []) + (
+                [f"> {b}".rstrip() for b in body] if quoted else body)
+        else:
+            block = [f"**{tab.group('title')}**", ""] + body
+        out += [indent + b if b else "" for b in block]
+        out.append("")
+        index = end
+    return out
+
+
+# ------------------------------------------------------------------------------------------- links
+
+
+@cache
+def site_config() -> tuple[bool, str]:
+    """(use_directory_urls, site_dir) as mkdocs.yml sets them."""
+    from mkdocs.utils import yaml_load
+
+    with open(ROOT / "mkdocs.yml") as handle:
+        config = yaml_load(handle) or {}
+    return config.get("use_directory_urls", True), str(ROOT / config.get("site_dir", "site"))
+
+
+def page_url(src: str) -> str:
+    """The URL (relative to the site root) mkdocs gives docs/<src>; a notebook's as mkdocs-jupyter does."""
+    from mkdocs.structure.files import File
+
+    use_directory_urls, site_dir = site_config()
+    file = File(src, str(DOCS), site_dir, use_directory_urls)
+    if src.endswith(".ipynb"):
+        from mkdocs_jupyter.plugin import NotebookFile
+
+        return NotebookFile(file, use_directory_urls, site_dir).url
+    return file.url
+
+
+def site_link(target: str, page: str, notebook: str) -> str:
+    """A link written in docs/<page>, made to work from the notebook's page in the built site."""
+    from mkdocs.utils import get_relative_url
+
+    if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target):
+        return target
+    path, hash_, anchor = target.partition("#")
+    if not path:
+        return target
+    src = Path(page).parent.joinpath(path).as_posix()
+    parts: list[str] = []
+    for part in src.split("/"):
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    src = "/".join(parts)
+    url = page_url(src) if src.endswith(".md") else src
+    return get_relative_url(url or ".", page_url(notebook)) + hash_ + anchor
+
+
+def rewrite_links(text: str, page: str, notebook: str) -> str:
+    def link(match: re.Match) -> str:
+        return f"{match.group(1)}({site_link(match.group('target'), page, notebook)}{match.group('rest')})"
+
+    return outside_code(text, lambda part: LINK.sub(link, part))
+
+
+def outside_code(text: str, change) -> str:
+    """Apply change() to the text outside inline code spans and fenced blocks."""
+    lines = text.split("\n")
+    mask = fence_mask(lines)
+    out, prose = [], []
+
+    def flush():
+        if prose:
+            joined = "\n".join(prose)
+            pieces, last = [], 0
+            for span in CODE_SPAN.finditer(joined):
+                pieces += [change(joined[last:span.start()]), span.group(0)]
+                last = span.end()
+            pieces.append(change(joined[last:]))
+            out.append("".join(pieces))
+            prose.clear()
+
+    for line, fenced in zip(lines, mask):
+        if fenced:
+            flush()
+            out.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------- cells
+
+
+def cell_id(kind: str, text: str, taken: set[str]) -> str:
+    base = f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+    name, number = base, 1
+    while name in taken:
+        number += 1
+        name = f"{base}-{number}"
+    taken.add(name)
+    return name
+
+
+@dataclass
+class Builder:
+    page: Path
+    src: str = ""
+    notebook: str = ""
+    cells: list = field(default_factory=list)
+    snippets: dict[str, Snippet] = field(default_factory=dict)
+    emitted: dict[str, set[int]] = field(default_factory=dict)
+    shown: set[tuple[str, str | None]] = field(default_factory=set)
+    figures: int = 0
+    ids: set[str] = field(default_factory=set)
+    attachments: dict = field(default_factory=dict)  # images drawn for the prose cell being built
+
+    def __post_init__(self):
+        self.src = self.page.relative_to(DOCS).as_posix()
+        self.notebook = notebook_path(self.page).relative_to(DOCS).as_posix()
+
+    def fail(self, message: str) -> NotebookError:
+        return NotebookError(f"{self.src}: {message}")
+
+    # ------------------------------------------------------------------- the page, in order
+
+    def build(self) -> nbformat.NotebookNode:
+        text = self.page.read_text()
+        lines = plain_blocks(resolve_branches(text.splitlines(), self.src))
+        title = next((line[2:].strip() for line in lines if line.startswith("# ")), self.page.stem)
+        used = [i for i in page_includes("\n".join(lines))]
+        for include in used:
+            self.snippet(include.snippet)
+        self.cells.append(self.markdown(self.first_cell(title, used)))
+        prose: list[str] = []
+        skip_title = True
+        blocks = {start: (end, info) for start, end, info, _ in fence_blocks(lines)}
+        index = 0
+        while index < len(lines):
+            if index in blocks:
+                end, info = blocks[index]
+                found = [] if is_example(info) else includes(lines[index + 1:end])
+                if found:
+                    self.flush(prose)
+                    for include in found:
+                        self.code(include)
+                else:
+                    prose += lines[index:end + 1]
+                index = end + 1
+                continue
+            line = lines[index]
+            if skip_title and line.startswith("# "):
+                skip_title = False  # the first cell holds the title
+            else:
+                if HEADING.match(line):
+                    self.flush(prose)
+                prose.append(line)
+            index += 1
+        self.flush(prose)
+        notebook = v4.new_notebook(cells=self.cells, metadata={
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            "mlc": {"page": self.src, "snippets": sorted({i.snippet for i in used})},
+        })
+        nbformat.validate(notebook)
+        return notebook
+
+    def first_cell(self, title: str, used: list[Include]) -> str:
+        link = site_link(Path(self.src).name, self.src, self.notebook)
+        groups: dict[str, list[str]] = {}
+        missing = []
+        for name in dict.fromkeys(i.snippet for i in used):
+            record = best_record(name)
+            if record is None:
+                missing.append(name)
+                continue
+            env = record.environment
+            where = f"{records.LABELS[record.device]} ({record.hardware}) with torch {env.get('torch')}"
+            groups.setdefault(where, []).append(record.date)
+        if groups:
+            parts = []
+            for where, dates in groups.items():
+                span = min(dates) if min(dates) == max(dates) else f"{min(dates)} to {max(dates)}"
+                parts.append(f"{where}, {span}")
+            note = "The outputs shown were recorded on " + "; ".join(parts) + "."
+        else:
+            note = "No output of this chapter has been recorded yet."
+        if missing:
+            note += " Not yet recorded: " + ", ".join(f"`snippets/{m}`" for m in missing) + "."
+        return (
+            f"# {title}\n\n"
+            f"This notebook is the chapter [{title}]({link}) of *{SITE_NAME}*: its prose, and each piece of "
+            f"code with the output the site recorded. Run it top to bottom on a CPU or a CUDA GPU; the "
+            f"collapsed cells hold the parts of each snippet the chapter does not show.\n\n{note}"
+        )
+
+    def flush(self, prose: list[str]) -> None:
+        text = "\n".join(prose).strip("\n")
+        prose.clear()
+        if not text.strip():
+            return
+        text = self.expand(text)
+        text = rewrite_links(text, self.src, self.notebook)
+        text = re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+        if text.strip():
+            self.cells.append(self.markdown(text, self.attachments))
+        self.attachments = {}
+
+    def markdown(self, text: str, attachments: dict | None = None):
+        cell = v4.new_markdown_cell(text, id=cell_id("md", text, self.ids))
+        if attachments:
+            cell.attachments = attachments
+        return cell
+
+    # ------------------------------------------------------------------- directives in prose
+
+    def expand(self, text: str) -> str:
+        lines = text.split("\n")
+        mask = fence_mask(lines)
+        out = []
+        for line, fenced in zip(lines, mask):
+            match = None if fenced else BLOCK_LINE.match(line)
+            if match and match.group("name") in ("output", "figure"):
+                args = shlex.split(match.group("args"))
+                indent = re.match(r"[ \t]*", line).group(0)
+                block = self.output(args) if match.group("name") == "output" else self.figure(args)
+                out += [indent + b if b else "" for b in block]
+            else:
+                out.append(line)
+        return outside_code("\n".join(out), self.inline)
+
+    def inline(self, text: str) -> str:
+        def one(match: re.Match) -> str:
+            try:
+                return hook_text(match.group(0), self.src)
+            except Exception as error:  # the hook's own error names the directive
+                raise self.fail(f"{match.group(0)}: {error}") from None
+
+        return DIRECTIVE.sub(one, text)
+
+    def output(self, args: list[str]) -> list[str]:
+        if not args:
+            raise self.fail("md:output needs SNIPPET[:SECTION]")
+        snippet, _, section = args[0].partition(":")
+        if (snippet, section or None) in self.shown:
+            return []  # it sits under its code cell
+        record = best_record(snippet)
+        if record is None:
+            return [f"*The output of `snippets/{snippet}` has not been recorded yet.*"]
+        text = record.sections.get(section, "") if section else record.stdout
+        fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+        return [f"{fence}text", *text.rstrip("\n").split("\n"), fence, "",
+                f"*Recorded on {records.LABELS[record.device]} ({record.hardware}).*"]
+
+    def figure(self, args: list[str]) -> list[str]:
+        if len(args) < 2:
+            raise self.fail("md:figure needs SNIPPET NAME")
+        snippet, name = args[0], args[1]
+        options = dict(a.split("=", 1) for a in args[2:] if "=" in a)
+        self.figures += 1
+        caption = options.get("caption", "").strip()
+        label = f"**Figure {self.figures}.** " + (caption or f"`{name}`")
+        record = best_record(snippet)
+        drawn = self.draw(record, name, options) if record else None
+        where = f"drawn from the {records.LABELS[record.device]} record" if record else "not yet recorded"
+        note = f"*(`{name}` of `snippets/{snippet}`, {where}.)*"
+        if drawn is None:
+            return [label + " " + note + " The chapter's page shows this figure."]
+        return [drawn, "", label + " " + note]
+
+    def draw(self, record: records.Record, name: str, options: dict) -> str | None:
+        """The figure as an image attached to the cell, where scripts.plots can draw it; else None."""
+        try:
+            plots = importlib.import_module("scripts.plots")
+        except ImportError:
+            return None
+        render = getattr(plots, "render", None)
+        if render is None:
+            return None
+        try:
+            svg, alt = render(record, name, options, "light")
+        except Exception:  # a kind plots does not draw (a graph diagram): the text line stands in
+            return None
+        key = f"figure-{self.figures}-{name}.svg"
+        self.attachments[key] = {"image/svg+xml": base64.b64encode(svg.encode()).decode()}
+        alt = alt.replace("[", "(").replace("]", ")").replace("\n", " ")
+        return f"![{alt}](attachment:{key})"
+
+    # ------------------------------------------------------------------- code
+
+    def snippet(self, name: str) -> Snippet:
+        if name not in self.snippets:
+            if not (SNIPPETS / name).is_file():
+                raise self.fail(f"snippets/{name} does not exist")
+            try:
+                self.snippets[name] = Snippet.load(name)
+            except (SyntaxError, ValueError) as error:
+                raise self.fail(f"snippets/{name}: {error}") from None
+            self.emitted[name] = set()
+        return self.snippets[name]
+
+    def code(self, include: Include) -> None:
+        snippet = self.snippet(include.snippet)
+        if include.section is None:
+            first, last = 1, len(snippet.lines)
+        else:
+            try:
+                first, last = snippet.section(include.section)
+            except KeyError as error:
+                raise self.fail(str(error.args[0])) from None
+        done = self.emitted[include.snippet]
+        # Everything of the snippet above this section that has not run yet (code the page does not
+        # show, or shows further down) runs first, in a collapsed cell.
+        before = [n for n in range(1, first) if n not in done]
+        hidden = snippet.text(before)
+        done.update(before)
+        if hidden.strip():
+            self.cells.append(v4.new_code_cell(hidden, id=cell_id("setup", include.snippet + hidden, self.ids),
+                                               metadata={"jupyter": {"source_hidden": True},
+                                                         "tags": ["hide-input"],
+                                                         "mlc": {"snippet": include.snippet, "setup": True}}))
+        shown = list(range(first, last + 1))
+        done.update(shown)
+        source = snippet.text(shown, dedent=True)
+        record = best_record(include.snippet)
+        outputs, metadata = [], {"mlc": {"snippet": include.snippet, "section": include.section}}
+        if record is not None:
+            printed = record.sections.get(include.section, "") if include.section else record.stdout
+            if printed:
+                outputs.append(v4.new_output("stream", name="stdout", text=printed))
+            metadata["mlc"]["recorded"] = record.device
+        self.cells.append(v4.new_code_cell(source, id=cell_id("code", f"{include}{source}", self.ids),
+                                           outputs=outputs, metadata=metadata))
+        self.shown.add((include.snippet, include.section))
+
+
+# ------------------------------------------------------------------------------------------- files
+
+
+def build(page: Path) -> str:
+    """The notebook of one page, as the bytes it is written with."""
+    return nbformat.writes(Builder(page).build()) + "\n"
+
+
+def build_all() -> dict[Path, str]:
+    return {notebook_path(page): build(page) for page in chapter_pages()}
+
+
+def differences(built: dict[Path, str]) -> list[str]:
+    problems = []
+    for path, text in built.items():
+        if not path.exists():
+            problems.append(f"missing  {path.relative_to(ROOT)}")
+        elif path.read_text() != text:
+            problems.append(f"differs  {path.relative_to(ROOT)}")
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        if path not in built:
+            problems.append(f"orphan   {path.relative_to(ROOT)} (its page shows no snippet)")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="list the notebooks that differ from a fresh build; exit 1 if any")
+    args = parser.parse_args(argv)
+    try:
+        built = build_all()
+    except NotebookError as error:
+        print(f"notebooks: {error}", file=sys.stderr)
+        return 1
+    problems = differences(built)
+    if args.check:
+        for problem in problems:
+            print(problem)
+        print(f"notebooks: {len(problems)} out of date" + (": run python -m scripts.notebooks" if problems else ""))
+        return 1 if problems else 0
+    NOTEBOOKS.mkdir(parents=True, exist_ok=True)
+    for path, text in built.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f"wrote    {path.relative_to(ROOT)}")
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        if path not in built:
+            path.unlink()
+            print(f"removed  {path.relative_to(ROOT)} (its page shows no snippet)")
+    print(f"notebooks: {len(built)} built, {len(problems)} changed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

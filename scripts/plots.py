@@ -1,0 +1,293 @@
+"""Charts drawn from a record, as SVG text, for the light and the dark palette; no GPU and no torch needed.
+
+The mkdocs hook draws each `<!-- md:figure SNIPPET NAME kind=... -->` at build time (cached by content), so
+nothing drawn is committed. Kinds and their options (keys are dotted places in the record's results):
+
+    timeline   every profiler trace the record kept (files/*.trace.json): a CPU lane (the ops Python called)
+               above a GPU lane (one bar per kernel) per trace, all on one time axis, eager first
+    bars       keys=K1,K2 [labels=a,b] [unit=GB/s] [line=K line_label=TEXT]: one bar per key; a timing
+               dict gives its median with the interquartile range as a whisker, a number is drawn as is
+    speedup    x=K base=K other=K [xlabel=TEXT]: base/other medians of two lists of timing dicts against x
+               (log x axis), the interquartile band shaded, a line at 1x
+    lines      x=K series=K1,K2 [labels=a,b] [xlabel=TEXT] [ylabel=TEXT] [logy=1]
+    roofline   key=K: {"label", "bandwidth_gbps", "peak_tflops", "points": [{"label", "intensity", "tflops",
+               "measured"}]}: the memory and compute roofs of published specifications, each point on them
+
+Same record and options in, same bytes out: SVGs carry no date and a fixed id salt.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from scripts.records import Record
+
+PALETTES = {
+    # Text colours reach at least 7:1 against Material's light (#fff) and slate (#1e2129) backgrounds.
+    "light": {"fg": "#1f2330", "muted": "#4a5060", "grid": "#d5d8e0",
+              "series": ["#3949ab", "#d84315", "#00796b", "#8e24aa"]},
+    "dark": {"fg": "#eceff6", "muted": "#c3c8d6", "grid": "#474c59",
+             "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"]},
+}
+KINDS = ("timeline", "bars", "speedup", "lines", "roofline")
+
+
+class FigureError(Exception):
+    """A figure that cannot be drawn from its record; the message says why."""
+
+
+def render(record: Record, name: str, options: dict[str, str], palette: str) -> tuple[str, str]:
+    """(SVG text, alt text) of one figure."""
+    import matplotlib
+
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+
+    kind = options.get("kind", "timeline" if name == "timeline" else None)
+    if kind not in KINDS:
+        raise FigureError(f"kind={kind} is not one of {', '.join(KINDS)}")
+    colors = PALETTES[palette]
+    style = {
+        "svg.hashsalt": "mlc", "svg.fonttype": "none", "font.size": 11,
+        "text.color": colors["fg"], "axes.labelcolor": colors["fg"], "axes.edgecolor": colors["grid"],
+        "xtick.color": colors["fg"], "ytick.color": colors["fg"], "grid.color": colors["grid"],
+        "axes.facecolor": "none", "figure.facecolor": "none", "savefig.transparent": True,
+        "axes.axisbelow": True,  # gridlines behind the bars, never over them
+        "axes.spines.top": False, "axes.spines.right": False,
+    }
+    with plt.rc_context(style):
+        fig, alt = DRAW[kind](record, options, colors)
+        out = io.StringIO()
+        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+        plt.close(fig)
+    return out.getvalue(), alt
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def value(record: Record, key: str):
+    try:
+        return record.value(key)
+    except KeyError as error:
+        raise FigureError(str(error).strip("'\"")) from None
+
+
+def keys(options: dict, name: str) -> list[str]:
+    if not options.get(name):
+        raise FigureError(f"needs {name}=")
+    return options[name].split(",")
+
+
+def labels(options: dict, given: list[str]) -> list[str]:
+    names = options.get("labels", "").split(",") if options.get("labels") else [k.split(".")[-1] for k in given]
+    if len(names) != len(given):
+        raise FigureError(f"labels= names {len(names)} items for {len(given)} keys")
+    return names
+
+
+def readable(number: float) -> str:
+    """1234.5 -> '1,234'; 12.345 -> '12.3'; 0.01234 -> '0.0123'."""
+    return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
+
+
+def time_unit(medians: list[float]) -> tuple[str, float]:
+    largest = max(medians)
+    return ("s", 1e-6) if largest >= 1e6 else ("ms", 1e-3) if largest >= 1e4 else ("µs", 1.0)
+
+
+def is_timing(item) -> bool:
+    return isinstance(item, dict) and "median_us" in item
+
+
+# --------------------------------------------------------------------------------------------------- kinds
+
+
+def draw_bars(record: Record, options: dict, colors: dict):
+    import matplotlib.pyplot as plt
+
+    wanted = keys(options, "keys")
+    names = labels(options, wanted)
+    items = [value(record, k) for k in wanted]
+    timings = all(is_timing(i) for i in items)
+    if timings:
+        unit, factor = time_unit([i["median_us"] for i in items])
+        values = [i["median_us"] * factor for i in items]
+        lo = [i.get("q1_us", i["median_us"]) * factor for i in items]
+        hi = [i.get("q3_us", i["median_us"]) * factor for i in items]
+    elif all(isinstance(i, (int, float)) for i in items):
+        unit = options.get("unit", "")
+        values, lo, hi = list(items), list(items), list(items)
+    else:
+        raise FigureError(f"keys={options['keys']}: each must be a timing dict or a number")
+    line = value(record, options["line"]) if options.get("line") else None
+
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(items) + 1.3))
+    positions = list(range(len(items)))[::-1]
+    errors = [[v - l for v, l in zip(values, lo)], [h - v for v, h in zip(values, hi)]] if timings else None
+    ax.barh(positions, values, xerr=errors, color=[colors["series"][i % 4] for i in range(len(items))],
+            ecolor=colors["fg"], capsize=4, height=0.6)
+    ax.set_yticks(positions, names)
+    end = max(hi + ([line] if line else []))
+    for pos, v, h in zip(positions, values, hi):
+        # The number sits past the whisker's end, so it never touches the bar or the whisker.
+        ax.text(h + end * 0.02, pos, f"{readable(v)} {unit}", va="center", fontsize=10, color=colors["fg"])
+    if line is not None:
+        ax.axvline(line, color=colors["fg"], linestyle="--", linewidth=1)
+        ax.text(line, len(items) - 0.45, f" {options.get('line_label', '')} {readable(line)} {unit}",
+                fontsize=10, color=colors["fg"], va="bottom")
+    ax.set_xlim(0, end * 1.35)
+    ax.set_ylim(-0.6, len(items) - 0.4 + (0.5 if line is not None else 0))
+    ax.set_xlabel(f"median ({unit}); whiskers: interquartile range" if timings else unit)
+    ax.grid(axis="x")
+    spread = " (interquartile range shown)" if timings else ""
+    alt = "Bar chart" + spread + ": " + "; ".join(f"{n} {readable(v)} {unit}" for n, v in zip(names, values))
+    if line is not None:
+        alt += f"; dashed line: {options.get('line_label', 'reference')} {readable(line)} {unit}"
+    return fig, alt + "."
+
+
+def draw_speedup(record: Record, options: dict, colors: dict):
+    import matplotlib.pyplot as plt
+
+    x = value(record, options.get("x") or "x")
+    base, other = value(record, keys(options, "base")[0]), value(record, keys(options, "other")[0])
+    if not (len(x) == len(base) == len(other)) or not all(is_timing(t) for t in base + other):
+        raise FigureError("x, base and other must be lists of the same length, base and other of timing dicts")
+    ratio = [b["median_us"] / o["median_us"] for b, o in zip(base, other)]
+    low = [b.get("q1_us", b["median_us"]) / o.get("q3_us", o["median_us"]) for b, o in zip(base, other)]
+    high = [b.get("q3_us", b["median_us"]) / o.get("q1_us", o["median_us"]) for b, o in zip(base, other)]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ax.axhline(1, color=colors["fg"], linestyle="--", linewidth=1)
+    ax.text(x[0], 1, " 1× (same speed)", va="bottom", fontsize=10, color=colors["fg"])
+    ax.fill_between(x, low, high, color=colors["series"][0], alpha=0.25, linewidth=0)
+    ax.plot(x, ratio, marker="o", markersize=4, color=colors["series"][0])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(options.get("xlabel", options.get("x", "x")))
+    ax.set_ylabel(options.get("ylabel", "speedup (× faster than eager)"))
+    ax.grid(which="major")
+    above = [xi for xi, r in zip(x, ratio) if r > 1]
+    alt = (f"Speedup against {options.get('xlabel', 'size')}, from {readable(ratio[0])}× at {x[0]:,} "
+           f"to {readable(ratio[-1])}× at {x[-1]:,}; above 1× from {above[0]:,}." if above else
+           f"Speedup against {options.get('xlabel', 'size')}, below 1× at every size measured.")
+    return fig, alt
+
+
+def draw_lines(record: Record, options: dict, colors: dict):
+    import matplotlib.pyplot as plt
+
+    x = value(record, keys(options, "x")[0])
+    wanted = keys(options, "series")
+    names = labels(options, wanted)
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for i, (key, label) in enumerate(zip(wanted, names)):
+        ys = value(record, key)
+        ys = [y["median_us"] if is_timing(y) else y for y in ys]
+        ax.plot(x, ys, marker="o", markersize=4, color=colors["series"][i % 4], label=label)
+    ax.set_xscale("log", base=2)
+    if options.get("logy"):
+        ax.set_yscale("log")
+    ax.set_xlabel(options.get("xlabel", ""))
+    ax.set_ylabel(options.get("ylabel", ""))
+    ax.grid(which="major")
+    ax.legend(frameon=False)
+    return fig, f"Line chart of {', '.join(names)} against {options.get('xlabel', 'x')}."
+
+
+def draw_roofline(record: Record, options: dict, colors: dict):
+    import matplotlib.pyplot as plt
+
+    model = value(record, keys(options, "key")[0])
+    bandwidth, peak = model["bandwidth_gbps"], model["peak_tflops"]
+    points = model["points"]
+    ridge = peak * 1e12 / (bandwidth * 1e9)  # FLOP per byte where the two roofs meet
+    intensities = [p["intensity"] for p in points] + [ridge]
+    xs = [min(intensities) / 4, max(intensities) * 4]
+    xs = [xs[0], ridge, xs[1]]
+    roof = [min(peak, x * bandwidth / 1e3) for x in xs]
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    ax.plot(xs, roof, color=colors["fg"], linewidth=1.5)
+    ax.text(xs[0], roof[0], f" {readable(bandwidth)} GB/s", fontsize=10, color=colors["fg"], va="bottom", rotation=0)
+    ax.text(xs[-1], peak, f"{readable(peak)} TFLOP/s ", fontsize=10, color=colors["fg"], va="bottom", ha="right")
+    for i, p in enumerate(points):
+        marker = "o" if p.get("measured") else "s"
+        ax.scatter([p["intensity"]], [p["tflops"]], color=colors["series"][i % 4], marker=marker, zorder=3,
+                   label=p["label"] + ("" if p.get("measured") else " (model)"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(which="major")
+    ax.legend(frameon=False, fontsize=9, loc="lower right")
+    ax.set_title(model.get("label", ""), loc="left", fontsize=11)
+    alt = (f"Roofline of {model.get('label', 'a device')}: memory roof {readable(bandwidth)} GB/s, compute roof "
+           f"{readable(peak)} TFLOP/s, ridge at {readable(ridge)} FLOP per byte; points: "
+           + "; ".join(f"{p['label']} at {readable(p['intensity'])} FLOP/byte" for p in points) + ".")
+    return fig, alt
+
+
+def trace_lanes(trace_path: Path) -> tuple[str, list, list, float]:
+    """(title, CPU bars, GPU bars, span) of one Chrome trace; bars are (start µs, length µs, label)."""
+    events = [e for e in json.loads(trace_path.read_text()).get("traceEvents", []) if e.get("ph") == "X"]
+    annotations = [e for e in events if e.get("cat") == "user_annotation"]
+    t0 = min((e["ts"] for e in annotations), default=min((e["ts"] for e in events), default=0))
+    cpu_ops = sorted((e for e in events if e.get("cat") in ("cpu_op", "cuda_runtime")), key=lambda e: e["ts"])
+    top, end = [], -1.0
+    for e in cpu_ops:  # keep the outermost calls: children sit inside their parent's bar
+        if e["ts"] >= end:
+            top.append(e)
+            end = e["ts"] + e.get("dur", 0)
+    gpu = sorted((e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")), key=lambda e: e["ts"])
+
+    def bars(items):
+        return [(e["ts"] - t0, e.get("dur", 0), short_name(e["name"])) for e in items]
+
+    cpu_bars, gpu_bars = bars(top), bars(gpu)
+    span = max((s + d for s, d, _ in cpu_bars + gpu_bars), default=1.0)
+    title = trace_path.name.removesuffix(".trace.json").split(".")[-1].replace("_", " ")
+    return title, cpu_bars, gpu_bars, span
+
+
+def short_name(name: str) -> str:
+    name = name.removeprefix("void ").split("<")[0].split("(")[0]
+    return name.removeprefix("aten::").split("::")[-1]
+
+
+def traces(record: Record) -> list[Path]:
+    # Eager first, so it sits above whatever it is compared with.
+    return sorted(record.files.glob("*.trace.json"), key=lambda t: ("eager" not in t.name, t.name))
+
+
+def draw_timeline(record: Record, options: dict, colors: dict):
+    import matplotlib.pyplot as plt
+
+    found = traces(record)
+    if not found:
+        raise FigureError("the record kept no profiler trace (store the profile object in results)")
+    lanes = [trace_lanes(t) for t in found]
+    span = max(lane[3] for lane in lanes)
+    rows = [(title, side, bars) for title, cpu, gpu, _ in lanes for side, bars in (("CPU", cpu), ("GPU", gpu))
+            if bars or side == "CPU"]
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
+    names = []
+    for row, (title, side, bars) in enumerate(reversed(rows)):
+        color = colors["series"][0] if side == "CPU" else colors["series"][1]
+        for start, length, label in bars:
+            ax.broken_barh([(start, max(length, span / 2000))], (row - 0.35, 0.7), color=color)
+            if length > span / 9:
+                ax.text(start + length / 2, row, label, ha="center", va="center", fontsize=10,
+                        color="#ffffff" if colors is PALETTES["light"] else "#10121a")
+        names.append(f"{title}: {side}")
+    ax.set_yticks(range(len(rows)), names)
+    ax.set_xlim(0, span * 1.02)
+    ax.set_xlabel("time since the profiled region began (µs)")
+    ax.grid(axis="x")
+    counts = ", ".join(f"{t}: {len(c)} CPU calls, {len(g)} GPU kernels" for t, c, g, _ in lanes)
+    return fig, f"Timeline of the profiled call on one time axis ({counts})."
+
+
+DRAW = {"timeline": draw_timeline, "bars": draw_bars, "speedup": draw_speedup, "lines": draw_lines,
+        "roofline": draw_roofline}
