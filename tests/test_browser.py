@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from harness import ROOT, build_site
+
+from scripts.records import ROOT
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the tests extra installs playwright")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -31,10 +33,8 @@ AXE_RULES = ["image-alt", "heading-order", "color-contrast", "link-name", "butto
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    result = build_site(out)
-    assert result.returncode == 0, result.stderr
+def server(built_site):
+    out = built_site
     handler = functools.partial(QuietHandler, directory=str(out))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -174,14 +174,10 @@ def test_content_tabs_copy_button_and_palette_toggle_work(server, browser):
     context, page, watch = open_page(browser, base, "eager-mode/")
     context.grant_permissions(["clipboard-read", "clipboard-write"])
 
-    tabs = page.locator(".tabbed-set").first
-    labels = tabs.locator(".tabbed-labels label")
-    assert labels.all_inner_texts() == ["CUDA", "CPU"]
-    labels.nth(0).click()
-    assert tabs.locator(".tabbed-block").nth(0).is_visible()
-    labels.nth(1).click()
-    assert tabs.locator(".tabbed-block").nth(1).is_visible()
-    assert not tabs.locator(".tabbed-block").nth(0).is_visible()
+    # A tab per recorded device only: a reader can never land on an empty tab.
+    for tabs in page.locator(".tabbed-set").all():
+        for block in tabs.locator(".tabbed-block").all():
+            assert "not yet recorded" not in block.inner_text().lower()
 
     block = page.locator(".md-content pre").first
     block.hover()
@@ -197,12 +193,95 @@ def test_content_tabs_copy_button_and_palette_toggle_work(server, browser):
     context.close()
 
 
-def test_search_finds_graph_break(server, browser):
+@pytest.mark.parametrize("query", ["graph break", "guard"])
+def test_search_lands_on_a_chapter(server, browser, query):
     base, _ = server
     context, page, _ = open_page(browser, base, "")
     page.locator("input.md-search__input").click()
-    page.keyboard.type("graph break", delay=20)  # Material searches on key events, which fill() skips
-    results = page.locator(".md-search-result__item")
+    page.keyboard.type(query, delay=20)  # Material searches on key events, which fill() skips
+    results = page.locator(".md-search-result__item > .md-search-result__link")
     results.first.wait_for(timeout=15_000)
-    assert results.count() > 0
+    links = [results.nth(i).get_attribute("href") for i in range(results.count())]
+    titles = [results.nth(i).locator("h1").first.inner_text() for i in range(results.count())]
     context.close()
+    assert "notebooks/" not in links[0], f"'{query}' lands first on a notebook: {links[0]}"
+    assert not [link for link in links if "notebooks/" in link], f"notebooks in the results: {links}"
+    assert len(titles) == len(set(titles)), f"a result appears twice: {titles}"
+
+
+CHAPTERS = [p for p in PAGES if p and not p.startswith("notebooks/") and p not in ("reproduce/", "contributing/")]
+# Allowance: a block may overflow by a few pixels of rounding, never by a character.
+OVERFLOW_ALLOWANCE_PX = 4
+FIGURE_TEXT_MIN_PX = 9
+
+
+def test_no_code_scrolls_sideways_at_desktop_width(server, browser):
+    base, _ = server
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    wide = []
+    for path in CHAPTERS:
+        page.goto(f"{base}/{path}", wait_until="load")
+        wide += [f"{path}: {w}" for w in page.evaluate(
+            """allowance => Array.from(document.querySelectorAll('.md-content pre > code'))
+                 .filter(c => c.scrollWidth - c.clientWidth > allowance)
+                 .map(c => (c.scrollWidth - c.clientWidth) + 'px over: ' +
+                      c.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 90))""",
+            OVERFLOW_ALLOWANCE_PX)]
+    context.close()
+    assert not wide, f"{len(wide)} code blocks scroll sideways at 1280 px:\n" + "\n".join(wide)
+
+
+def svg_text_px(svg: str, rendered_width: float) -> float:
+    """The smallest text of an SVG, in CSS pixels, when it is drawn `rendered_width` pixels wide."""
+    view = re.search(r'viewBox="[\d.\s-]*?([\d.]+)\s+[\d.]+"', svg)
+    sizes = [float(x) for x in re.findall(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([\d.]+)px", svg)]
+    assert view and sizes, "an SVG without a viewBox or text sizes"
+    return min(sizes) * rendered_width / float(view.group(1))
+
+
+def test_figures_are_readable_on_a_phone(server, browser):
+    base, out = server
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    small = []
+    for path in CHAPTERS:
+        page.goto(f"{base}/{path}", wait_until="load")
+        for figure in page.evaluate(
+            """() => Array.from(document.querySelectorAll('.mlc-figure img')).map(i => ({
+                 src: i.getAttribute('src'), width: i.getBoundingClientRect().width,
+                 zoom: !!i.closest('a.mlc-zoom'), number: !!i.closest('.mlc-figure').querySelector('.mlc-caption strong')}))"""
+        ):
+            if figure["width"] == 0:  # the other palette's copy, hidden
+                continue
+            svg = (out / path / figure["src"].split("#")[0]).resolve().read_text()
+            size = svg_text_px(svg, figure["width"])
+            if size < FIGURE_TEXT_MIN_PX and not figure["zoom"]:
+                small.append(f"{path}: {figure['src']} text {size:.1f} px and no zoom")
+            if not figure["number"]:
+                small.append(f"{path}: {figure['src']} has no numbered caption")
+    context.close()
+    assert not small, "\n".join(small)
+
+
+def test_every_chapter_has_footer_links(server, browser):
+    base, _ = server
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    lacking = []
+    for path in CHAPTERS:
+        page.goto(f"{base}/{path}", wait_until="load")
+        if page.locator("a.md-footer__link").count() == 0:
+            lacking.append(path)
+    context.close()
+    assert not lacking, f"chapters without prev/next links: {lacking}"
+
+
+def test_contributing_page_shows_its_example_as_text(server):
+    _, out = server
+    page = (out / "contributing" / "index.html").read_text()
+    code = " ".join(re.findall(r"<pre\b.*?</pre>", page, flags=re.S))
+    plain = re.sub(r"<[^>]+>", "", code)
+    assert "--8&lt;--" in plain or "--8<--" in plain, "the include example is not shown as text"
+    assert "md:output" in plain, "the directive example is not shown as text"
+    assert "def complex_activation" not in plain, "the example was expanded into real code"

@@ -1,38 +1,77 @@
-"""Every snippet is found by glob and checked by some test; nothing silently stops running."""
+"""Snippets hold the lesson only: sections well formed, no recording plumbing, no files left behind."""
 
+import ast
 import re
-from pathlib import Path
+import subprocess
+import sys
 
 import pytest
-from harness import SKIPS, SNIPPETS, all_snippets
-from snippet_runner import section_lines
 
-TESTS = Path(__file__).parent
-FIXTURE = re.compile(r"""\bsnippet\(\s*["']([^"']+)["']\s*\)""")
+from scripts import records, runner
 
-
-def checked_snippets() -> set[str]:
-    return {name for path in TESTS.glob("test_*.py") for name in FIXTURE.findall(path.read_text())}
+SNIPPETS = records.find_snippets()
+# Lines that exist only for recording: a reader copying a section out should never see them.
+PLUMBING = re.compile(
+    r"\bresults\b|SNIPPET_OUTPUT|os\.environ|\btempfile\b|\bjson\.dumps?\b|results\.json|export_chrome_trace"
+    r"|\bOUT\b|render_assets|scripts/"
+)
+# Calls that leave files in a reader's folder.
+WRITES = {"export_chrome_trace", "savefig", "write_text", "write_bytes", "mkdtemp", "to_csv"}
 
 
 def test_snippets_exist():
-    assert all_snippets(), "no snippets found under snippets/"
+    assert SNIPPETS, "no snippets found under snippets/"
 
 
-@pytest.mark.parametrize("name", all_snippets())
-def test_snippet_is_checked_by_a_test(name):
-    assert name in checked_snippets() or name in SKIPS, (
-        f"snippets/{name} is run by no test: add `run = snippet({name!r})` and tests of what it prints "
-        f"to tests/test_<chapter>.py, or list it in SKIPS in tests/harness.py with the reason"
-    )
+@pytest.mark.parametrize("name", SNIPPETS)
+def test_sections_are_well_formed(name):
+    runner.section_lines((records.SNIPPETS / name).read_text())  # raises on a start without an end
 
 
-@pytest.mark.parametrize("name", all_snippets())
-def test_snippet_sections_are_well_formed(name):
-    section_lines((SNIPPETS / name).read_text())  # raises on a start without an end
+@pytest.mark.parametrize("name", SNIPPETS)
+def test_no_plumbing_inside_shown_sections(name):
+    source = (records.SNIPPETS / name).read_text()
+    lines = source.splitlines()
+    found = []
+    for section, (first, last) in runner.section_lines(source).items():
+        for number in range(first, last + 1):
+            code = lines[number - 1].split("#", 1)[0] if not lines[number - 1].lstrip().startswith("#") else ""
+            comment = lines[number - 1] if lines[number - 1].lstrip().startswith("#") else ""
+            if PLUMBING.search(code) or re.search(r"render_assets|scripts/|results\.json", comment):
+                found.append(f"snippets/{name}:{number} (section '{section}'): {lines[number - 1].strip()}")
+    assert not found, "recording plumbing a reader would see on the page:\n" + "\n".join(found)
 
 
-def test_skips_name_real_snippets():
-    unknown = set(SKIPS) - set(all_snippets())
-    assert not unknown, f"SKIPS in tests/harness.py names snippets that do not exist: {sorted(unknown)}"
-    assert all(reason.strip() for reason in SKIPS.values()), "every entry in SKIPS needs its reason"
+@pytest.mark.parametrize("name", SNIPPETS)
+def test_no_recording_plumbing_anywhere(name):
+    """The runner collects what a record needs: a snippet never picks an output folder or writes JSON."""
+    source = (records.SNIPPETS / name).read_text()
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in ("SNIPPET_OUTPUT_DIR", "results.json"):
+            found.append(f"line {node.lineno}: {node.value!r}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+            found.append(f"line {node.lineno}: .{node.func.attr}(...) leaves a file in the reader's folder")
+        if isinstance(node, ast.Attribute) and node.attr in ("dump", "dumps") and \
+                isinstance(node.value, ast.Name) and node.value.id == "json":
+            found.append(f"line {node.lineno}: json.{node.attr}")
+    assert not found, f"snippets/{name}:\n" + "\n".join(found)
+
+
+def test_a_copied_snippet_runs_alone_and_leaves_a_clean_folder(tmp_path):
+    """A reader's copy of a snippet prints what the page shows and leaves nothing behind in its folder."""
+    name = "dissecting/fx_rewrite.py"
+    folder, home = tmp_path / "reader", tmp_path / "home"
+    folder.mkdir()
+    home.mkdir()
+    copy = folder / "fx_rewrite.py"
+    copy.write_text((records.SNIPPETS / name).read_text())
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "HOME": str(home), "TMPDIR": str(home)}
+    result = subprocess.run([sys.executable, copy.name], cwd=folder, capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    recorded = records.record(name, "cpu").stdout
+    assert result.stdout.splitlines()[:3] == recorded.splitlines()[:3]
+    left = sorted(p.name for p in folder.iterdir() if p.name != copy.name)
+    assert left == [], f"the snippet left {left} in the reader's folder"
