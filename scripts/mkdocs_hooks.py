@@ -102,7 +102,7 @@ class Page:
         self.lacking |= {d for d in DEVICES if d not in {r.device for r in found}}
         for r in found:
             try:
-                r.manifest
+                r.validate()
             except records.CorruptRecord as error:
                 raise DirectiveError(str(error)) from None
         return found
@@ -258,7 +258,8 @@ def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -
     if traces:
         base = f"outputs/{record.device}/{record.snippet[:-3]}/files/"
         listed = ", ".join(f'<a href="{page.link(base + t.name)}"><code>{t.name}</code></a>' for t in traces)
-        links = f'\n<p class="provenance">The traces, to open in <a href="https://ui.perfetto.dev">Perfetto</a>: {listed}</p>'
+        perfetto = '<a href="https://ui.perfetto.dev">Perfetto</a>'
+        links = f'\n<p class="provenance">The traces, to open in {perfetto}: {listed}</p>'
     return "\n".join(images) + links + "\n"
 
 
@@ -473,10 +474,9 @@ def notebook_link(page: Page) -> str:
     stem = notebook.relative_to(NOTEBOOKS.parent).as_posix().removesuffix(".ipynb")
     as_page = page.link(stem + "/")
     download = page.link(f"{stem}/{notebook.name}")  # mkdocs-jupyter copies the .ipynb beside its page
-    return (
-        f'<a class="md-button notebook-link" href="{as_page}">:material-notebook-outline: This chapter as a notebook</a> '
-        f'<a class="md-button notebook-link" href="{download}" download>:material-download: Download .ipynb</a>\n\n'
-    )
+    button = '<a class="md-button notebook-link" href="{}"{}>{}</a>'
+    return (button.format(as_page, "", ":material-notebook-outline: This chapter as a notebook") + " "
+            + button.format(download, " download", ":material-download: Download .ipynb") + "\n\n")
 
 
 def lacking_note(page: Page) -> str:

@@ -126,7 +126,7 @@ def draw_bars(record: Record, options: dict, colors: dict):
 
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(items) + 1.3))
     positions = list(range(len(items)))[::-1]
-    errors = [[v - l for v, l in zip(values, lo)], [h - v for v, h in zip(values, hi)]] if timings else None
+    errors = [[v - low for v, low in zip(values, lo)], [h - v for v, h in zip(values, hi)]] if timings else None
     ax.barh(positions, values, xerr=errors, color=[colors["series"][i % 4] for i in range(len(items))],
             ecolor=colors["fg"], capsize=4, height=0.6)
     ax.set_yticks(positions, names)

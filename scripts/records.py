@@ -96,6 +96,10 @@ class Record:
             raise CorruptRecord(f"{self.where(MANIFEST)} lacks {', '.join(missing)}")
         return manifest
 
+    def validate(self) -> dict:
+        """The manifest, or CorruptRecord naming the file."""
+        return self.manifest
+
     def where(self, name: str = "") -> str:
         """A path to show people: relative to the repository where it can be."""
         path = self.folder / name if name else self.folder
@@ -247,7 +251,8 @@ def remake_hint(snippet: str, device: str) -> str:
 def timing_band(a: dict, b: dict) -> tuple[float, float, float]:
     """(ratio of medians a/b, lowest and highest ratio the interquartile ranges allow)."""
     def quartiles(t):
-        return t.get("q1_us", t["median_us"] - t.get("iqr_us", 0) / 2), t.get("q3_us", t["median_us"] + t.get("iqr_us", 0) / 2)
+        half = t.get("iqr_us", 0) / 2
+        return t.get("q1_us", t["median_us"] - half), t.get("q3_us", t["median_us"] + half)
 
     (a1, a3), (b1, b3) = quartiles(a), quartiles(b)
     return a["median_us"] / b["median_us"], a1 / b3, a3 / b1

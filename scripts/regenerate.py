@@ -31,7 +31,6 @@ import datetime as dt
 import fcntl
 import fnmatch
 import getpass
-import hashlib
 import json
 import os
 import platform
@@ -52,6 +51,11 @@ from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 GENERIC_USERS = {"root", "user", "runner", "ubuntu", "admin", "nobody"}
+
+
+def shown(path: Path) -> str:
+    """A path as people read it: relative to the repository where it can be."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 class UsageError(Exception):
@@ -216,7 +220,7 @@ def exclusive(device_dir: Path):
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another regeneration writing to {device_dir.relative_to(ROOT) if device_dir.is_relative_to(ROOT) else device_dir} ...", flush=True)
+            print(f"waiting for another regeneration writing to {shown(device_dir)} ...", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -227,7 +231,7 @@ def check_writable(device_dir: Path) -> None:
         with tempfile.TemporaryFile(dir=device_dir):
             pass
     except OSError as error:
-        raise UsageError(f"cannot write records to {device_dir}: {error.strerror or error}")
+        raise UsageError(f"cannot write records to {device_dir}: {error.strerror or error}") from None
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -302,8 +306,7 @@ def run_one(snippet: str, args, env_info: dict) -> tuple[bool, float, str]:
         shutil.move(str(work), kept)
         tail = (kept / "stderr.txt").read_text(errors="replace").strip().splitlines()[-15:]
         detail = "\n".join("      " + line for line in tail)
-        shown = kept.relative_to(ROOT) if kept.is_relative_to(ROOT) else kept
-        return False, duration, f"{reason}; output kept in {shown}\n{detail}"
+        return False, duration, f"{reason}; output kept in {shown(kept)}\n{detail}"
     swap_into_place(work, final)
     # A success supersedes an earlier failure of the same snippet.
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
@@ -313,7 +316,7 @@ def run_one(snippet: str, args, env_info: dict) -> tuple[bool, float, str]:
 def list_states(args, chosen: list[str]) -> int:
     """One line per snippet with its record's state on the device, then a count line."""
     label = records.LABELS[args.device]
-    print(f"{label} records under {args.outputs_dir.relative_to(ROOT) if args.outputs_dir.is_relative_to(ROOT) else args.outputs_dir}/{args.device}/:")
+    print(f"{label} records under {shown(args.outputs_dir / args.device)}/:")
     counts = dict.fromkeys(records.STATES, 0)
     for snippet in chosen:
         state = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
@@ -392,7 +395,7 @@ def unpack(archive: Path, outputs_dir: Path) -> int:
     try:
         tar = tarfile.open(archive, "r:*")
     except (OSError, tarfile.TarError) as error:
-        raise UsageError(f"cannot read archive {archive}: {error}")
+        raise UsageError(f"cannot read archive {archive}: {error}") from None
     with tar, tempfile.TemporaryDirectory(dir=_mkdir(outputs_dir), prefix=".unpack-") as tmp:
         members = tar.getmembers()
         for member in members:
@@ -408,9 +411,9 @@ def unpack(archive: Path, outputs_dir: Path) -> int:
             found += records.find_records(device, Path(tmp))
         for record in found:
             try:
-                record.manifest
+                record.validate()
             except records.CorruptRecord as error:
-                raise UsageError(f"{archive}: {record.device}/{record.snippet[:-3]}: {error}")
+                raise UsageError(f"{archive}: {record.device}/{record.snippet[:-3]}: {error}") from None
         for record in found:
             final = outputs_dir / record.folder.relative_to(tmp)
             final.parent.mkdir(parents=True, exist_ok=True)

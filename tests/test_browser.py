@@ -250,7 +250,8 @@ def test_figures_are_readable_on_a_phone(server, browser):
         for figure in page.evaluate(
             """() => Array.from(document.querySelectorAll('.mlc-figure img')).map(i => ({
                  src: i.getAttribute('src'), width: i.getBoundingClientRect().width,
-                 zoom: !!i.closest('a.mlc-zoom'), number: !!i.closest('.mlc-figure').querySelector('.mlc-caption strong')}))"""
+                 zoom: !!i.closest('a.mlc-zoom'),
+                 number: !!i.closest('.mlc-figure').querySelector('.mlc-caption strong')}))"""
         ):
             if figure["width"] == 0:  # the other palette's copy, hidden
                 continue

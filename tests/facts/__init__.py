@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Callable
+from collections.abc import Callable
 
 CHECKS: dict[str, Callable] = {}
 
