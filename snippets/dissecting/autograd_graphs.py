@@ -1,31 +1,27 @@
-"""The forward and backward graphs torch.compile captures for sin(x * y), drawn from the graphs themselves.
+"""The forward and backward graphs torch.compile captures for sin(x * y).
 
     python snippets/dissecting/autograd_graphs.py
 
-A custom backend hands Dynamo's graph to AOTAutograd, which traces it into an ATen-level forward graph and
-a backward graph; the backend prints both and turns their nodes into a Mermaid flowchart. Writes
-autograd_graphs.mmd and results.json to $SNIPPET_OUTPUT_DIR, or to a fresh temporary folder.
+A custom backend hands Dynamo's graph to AOTAutograd, which traces it into an ATen-level
+forward graph and a backward graph; the backend prints both. Which tensors the forward
+graph saves for backward is the partitioner's choice: the default one, which a custom
+backend gets, saves the product; Inductor's min-cut partitioner recomputes it.
 """
 
-import inspect
-import json
-import os
-import re
-import tempfile
-from pathlib import Path
+import functools
 
 import torch
-from functorch.compile import make_boxed_func
+from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
 from torch._functorch.aot_autograd import aot_module_simplified
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="autograd_graphs-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
-results = {"device": device}
+results = {}
+results["device"] = device
 
 
 # --8<-- [start:function]
 def fn_of_x_op_y(x, y):
-    # fn(x op y) with op = * and fn = sin: two ops forward, and autograd must differentiate both.
+    # fn(x op y) with op = * and fn = sin: two ops forward, both to differentiate.
     return torch.sin(x * y)
 # --8<-- [end:function]
 
@@ -37,20 +33,21 @@ captured = {}  # "forward" / "backward" -> the FX GraphModule AOTAutograd produc
 def keep(kind):
     def compiler(gm, example_inputs):
         captured[kind] = gm
-        # Run the graph as it is. A boxed function takes its inputs as one list, as AOTAutograd calls it.
+        # Run the graph as it is. A boxed function takes its inputs as one list.
         return make_boxed_func(gm.forward)
     return compiler
 
 
 def aot_printing_backend(gm, example_inputs):
-    # Dynamo hands over a Torch-level graph; AOTAutograd traces it down to ATen ops and splits it into the
-    # graph to run now (forward) and the graph autograd runs later (backward).
-    return aot_module_simplified(gm, example_inputs, fw_compiler=keep("forward"), bw_compiler=keep("backward"))
+    # Dynamo hands over a Torch-level graph; AOTAutograd traces it down to ATen ops and
+    # splits it into the graph to run now (forward) and the one autograd runs later.
+    return aot_module_simplified(
+        gm, example_inputs, fw_compiler=keep("forward"), bw_compiler=keep("backward"))
 
 
 def tidy(gm):
-    # The generated code frees each value after its last use ("; a = b = None"); drop that and blank lines.
-    lines = (re.sub(r";\s+[\w\s=]+= None$", "", line.rstrip()) for line in gm.code.splitlines())
+    # The generated code frees each value after its last use ("; a = None"): drop it.
+    lines = (line.rstrip().split(";")[0] for line in gm.code.splitlines())
     return "\n".join(line for line in lines if line.strip())
 # --8<-- [end:backend]
 
@@ -59,7 +56,7 @@ def tidy(gm):
 x = torch.randn(8, device=device, requires_grad=True)
 y = torch.randn(8, device=device, requires_grad=True)
 compiled = torch.compile(fn_of_x_op_y, backend=aot_printing_backend)
-z = compiled(x, y)  # the first call captures and compiles; only the forward graph exists yet
+z = compiled(x, y)  # the first call captures and compiles; only forward exists yet
 print(tidy(captured["forward"]))
 # --8<-- [end:forward]
 
@@ -70,10 +67,11 @@ print(tidy(captured["backward"]))
 
 
 # --8<-- [start:check]
-# d/dx sin(x*y) = cos(x*y) * y and d/dy = cos(x*y) * x: what the backward graph computed.
+# d/dx sin(x*y) = cos(x*y) * y and d/dy = cos(x*y) * x: what backward should compute.
 with torch.no_grad():
     expected_dx, expected_dy = torch.cos(x * y) * y, torch.cos(x * y) * x
-grads_match = torch.allclose(x.grad, expected_dx) and torch.allclose(y.grad, expected_dy)
+grads_match = (torch.allclose(x.grad, expected_dx)
+               and torch.allclose(y.grad, expected_dy))
 print(f"x.grad == cos(x*y)*y and y.grad == cos(x*y)*x: {grads_match}")
 # --8<-- [end:check]
 
@@ -82,60 +80,68 @@ def ops(gm):
     return [str(node.target) for node in gm.graph.nodes if node.op == "call_function"]
 
 
+def saved_inputs(bw):
+    # The backward graph's inputs, less the incoming gradient: what forward saved.
+    return [n.name for n in bw.graph.nodes
+            if n.op == "placeholder" and not n.name.startswith("tangents")]
+
+
 fw, bw = captured["forward"], captured["backward"]
-saved = [node.name for node in bw.graph.nodes if node.op == "placeholder" and not node.name.startswith("tangents")]
-results.update(forward_ops=ops(fw), backward_ops=ops(bw), saved_for_backward=saved, grads_match=grads_match)
-results.update(forward_op_count=len(ops(fw)), backward_op_count=len(ops(bw)), saved_count=len(saved))
-results["forward_code"], results["backward_code"] = tidy(fw), tidy(bw)
+results["forward_graph"], results["backward_graph"] = fw, bw
+results["default"] = {"forward_ops": ops(fw), "backward_ops": ops(bw),
+                      "saved_for_backward": saved_inputs(bw),
+                      "saved_count": len(saved_inputs(bw))}
+results["forward_op_count"], results["backward_op_count"] = len(ops(fw)), len(ops(bw))
+results["grads_match"] = grads_match
 
 
-# --8<-- [start:to_mermaid]
-def to_mermaid(fw, bw, arg_names):
-    """A Mermaid flowchart with one box per FX node and one arrow per use, forward and backward side by side."""
-    fw_nodes, bw_nodes = list(fw.graph.nodes), list(bw.graph.nodes)
-    fw_names = {node.name for node in fw_nodes}
-    primals = [node.name for node in fw_nodes if node.op == "placeholder"]
-    names = dict(zip(primals, arg_names))  # primals_1 -> x, primals_2 -> y
-    # A backward placeholder named after a forward node is that node's value, saved for backward.
-    saved = [node.name for node in bw_nodes if node.op == "placeholder" and node.name in fw_names]
-
-    def box(side, node):
-        ident = f"{side}_{node.name}"
-        if node.op == "placeholder":
-            text = f"{names[node.name]} ({node.name})" if node.name in names else f"grad of output ({node.name})"
-            return f'{ident}(["{text}"])'
-        if node.op == "output":
-            return f'{ident}[/"{"output" if side == "fw" else "gradients"}"/]'
-        return f'{ident}["{node.name}<br/>{node.target}"]'
-
-    lines = ["flowchart LR", "  subgraph forward"]
-    # The forward graph returns the function's result first, then the tensors it saves for backward.
-    results_out = fw_nodes[-1].args[0][: len(fw_nodes[-1].args[0]) - len(saved)]
-    for node in fw_nodes:
-        lines.append(f"    {box('fw', node)}")
-        inputs = results_out if node.op == "output" else node.all_input_nodes
-        lines += [f"    fw_{arg.name} --> fw_{node.name}" for arg in inputs]
-    lines += ["  end", "  subgraph backward"]
-    for node in bw_nodes:
-        if node.name in saved:
-            continue  # drawn as a dotted link from the forward node instead
-        lines.append(f"    {box('bw', node)}")
-        if node.op == "output":  # one gradient per forward input, in order
-            lines += [f'    bw_{g.name} -- "grad {names[p]}" --> bw_output' for g, p in zip(node.args[0], primals)]
-        else:
-            lines += [f"    bw_{a.name} --> bw_{node.name}" for a in node.all_input_nodes if a.name not in saved]
-    lines.append("  end")
-    for node in bw_nodes:
-        lines += [f"  fw_{a.name} -. saved .-> bw_{node.name}" for a in node.all_input_nodes if a.name in saved]
-    return "\n".join(lines)
-# --8<-- [end:to_mermaid]
+# --8<-- [start:min_cut]
+def min_cut_backend(gm, example_inputs):
+    # The same backend with Inductor's partitioner: it saves as few bytes as it can, and
+    # recomputes in backward what is cheap to recompute (here the product x * y).
+    partition = functools.partial(min_cut_rematerialization_partition,
+                                  compiler="inductor")
+    return aot_module_simplified(gm, example_inputs, fw_compiler=keep("forward"),
+                                 bw_compiler=keep("backward"), partition_fn=partition)
 
 
-# --8<-- [start:mermaid]
-diagram = to_mermaid(fw, bw, list(inspect.signature(fn_of_x_op_y).parameters))
-(OUT / "autograd_graphs.mmd").write_text(diagram + "\n")
-print(diagram)
-# --8<-- [end:mermaid]
-results["mermaid_lines"] = len(diagram.splitlines())
+torch._dynamo.reset()  # forget the graph compiled above, so this backend compiles anew
+torch.compile(fn_of_x_op_y, backend=min_cut_backend)(x, y).sum().backward()
+print(tidy(captured["forward"]), tidy(captured["backward"]), sep="\n\n")
+# --8<-- [end:min_cut]
+fw_min_cut, bw_min_cut = captured["forward"], captured["backward"]
+results["min_cut_forward_graph"] = fw_min_cut
+results["min_cut_backward_graph"] = bw_min_cut
+results["min_cut"] = {"forward_ops": ops(fw_min_cut), "backward_ops": ops(bw_min_cut),
+                      "saved_for_backward": saved_inputs(bw_min_cut),
+                      "saved_count": len(saved_inputs(bw_min_cut))}
 
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
+
+# --8<-- [start:saved]
+def saved_for_backward(fn):
+    """Run fn(x, y) and name each tensor autograd keeps for backward."""
+    names = {id(x): "x", id(y): "y"}
+    saved = []
+
+    def pack(tensor):  # called once for every tensor saved for backward
+        saved.append(names.get(id(tensor), f"a new {tuple(tensor.shape)} tensor"))
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        fn(x, y)
+    return saved
+
+
+saved = {}
+for label, backend in [("default_partition", aot_printing_backend),
+                       ("min-cut partition", min_cut_backend),
+                       ("inductor", "inductor")]:
+    torch._dynamo.reset()
+    saved[label] = saved_for_backward(torch.compile(fn_of_x_op_y, backend=backend))
+saved["eager"] = saved_for_backward(fn_of_x_op_y)
+for label, tensors in saved.items():
+    print(f"{label:<18} saves {len(tensors)}: {', '.join(tensors)}")
+# --8<-- [end:saved]
+results["saved"] = {label.replace("-", "_").replace(" ", "_"): tensors
+                    for label, tensors in saved.items()}
+results["saved_count"] = {key: len(t) for key, t in results["saved"].items()}

@@ -1,30 +1,30 @@
-"""Data-dependent control flow, captured four ways: torch.jit.trace, torch.fx, torch.compile and torch.cond.
+"""Data-dependent control flow, captured five ways: torch.jit.trace, torch.jit.script,
+torch.fx, torch.compile and torch.cond.
 
     python snippets/dissecting/control_flow.py
 
-The branch taken depends on the values in a tensor, not on its shape or dtype. A tracer that records one
-run bakes one branch in; FX's symbolic tracer refuses; Dynamo splits the function at the branch (a graph
-break); torch.cond keeps both branches in one graph. Writes results.json to $SNIPPET_OUTPUT_DIR, or to a
-fresh temporary folder.
+The branch taken depends on the values in a tensor, not on its shape or dtype. A tracer
+that records one run bakes one branch in; TorchScript's compiler reads the source and
+keeps the `if`; FX's symbolic tracer refuses; Dynamo splits the function at the branch
+(a graph break); torch.cond keeps both branches in one graph.
 """
 
-import json
-import os
-import tempfile
 import warnings
-from pathlib import Path
 
 import torch
 import torch.fx
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="control_flow-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
-results = {"device": device}
+results = {}
+results["device"] = device
+# torch.jit.trace and torch.jit.script warn that they are deprecated: expected here.
+warnings.filterwarnings("ignore", message=r".*torch\.jit\.\w+.* is deprecated",
+                        category=DeprecationWarning)
 
 
 # --8<-- [start:function]
 def route(x, y):
-    # Which branch runs depends on the *values* in x: nothing in x's shape or dtype tells a tracer.
+    # Which branch runs depends on the *values* in x: its shape and dtype do not tell.
     if x.sum() > 0:
         return torch.sin(y)
     return torch.cos(y)
@@ -37,26 +37,37 @@ y = torch.linspace(0, 1, 4, device=device)
 
 # --8<-- [start:jit_trace]
 with warnings.catch_warnings():
-    # Tracing warns that the bool() of a tensor is recorded as a constant (TracerWarning), and that
-    # torch.jit.trace itself is deprecated. Both are expected here; silence just those two.
+    # Tracing warns that the bool() of a tensor is recorded as a constant
+    # (TracerWarning): the warning this section is about, silenced to keep output short.
     warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-    warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace.* is deprecated", category=DeprecationWarning)
-    traced = torch.jit.trace(route, (positive, y))  # one run, on an input that takes the sin branch
+    traced = torch.jit.trace(route, (positive, y))  # one run, on the sin branch
 trace_right = torch.allclose(traced(negative, y), route(negative, y))
 print("traced code:", traced.code.strip().splitlines()[-1].strip())
 print(f"negative x: traced gives {[round(v, 3) for v in traced(negative, y).tolist()]}")
 print(f"            eager gives  {[round(v, 3) for v in route(negative, y).tolist()]}")
 print(f"traced result correct: {trace_right}")
 # --8<-- [end:jit_trace]
-results["jit_trace"] = {"correct_on_other_branch": trace_right,
-                        "correct_on_traced_branch": torch.allclose(traced(positive, y), route(positive, y))}
+results["jit_trace"] = {
+    "correct_on_other_branch": trace_right,
+    "correct_on_traced_branch": torch.allclose(traced(positive, y), route(positive, y))}
+
+# --8<-- [start:jit_script]
+scripted = torch.jit.script(route)  # compiles the source: the `if` stays an `if`
+print(scripted.code.strip())
+script_right = all(torch.allclose(scripted(x, y), route(x, y))
+                   for x in (positive, negative))
+print(f"scripted result correct on both branches: {script_right}")
+# --8<-- [end:jit_script]
+results["jit_script"] = {"correct": script_right,
+                         "keeps_branch": "prim::If" in str(scripted.graph)}
 
 # --8<-- [start:fx]
 try:
     torch.fx.symbolic_trace(route)
     fx_error = None
 except torch.fx.proxy.TraceError as error:
-    fx_error = {"type": f"{type(error).__module__}.{type(error).__name__}", "message": str(error).splitlines()[0]}
+    fx_error = {"type": f"{type(error).__module__}.{type(error).__name__}",
+                "message": str(error).splitlines()[0]}
     print(f"{fx_error['type']}: {fx_error['message']}")
 # --8<-- [end:fx]
 results["fx_error"] = fx_error
@@ -67,26 +78,31 @@ print(f"graphs: {explained.graph_count}, graph breaks: {explained.graph_break_co
 for reason in explained.break_reasons:
     print("break reason:", str(reason.reason).splitlines()[0])
 compiled = torch.compile(route)
-compile_right = all(torch.allclose(compiled(x, y), route(x, y)) for x in (positive, negative))
+compile_right = all(torch.allclose(compiled(x, y), route(x, y))
+                    for x in (positive, negative))
 print(f"torch.compile correct on both branches: {compile_right}")
 # --8<-- [end:compile]
-results["compile"] = {"graphs": explained.graph_count, "breaks": explained.graph_break_count,
+results["compile"] = {"graphs": explained.graph_count,
+                      "breaks": explained.graph_break_count,
                       "correct": compile_right}
+results["compile_graphs"] = explained.graphs  # the graphs on either side of the break
 
 
 # --8<-- [start:cond]
 def route_cond(x, y):
-    # Both branches become subgraphs; the predicate is a tensor, evaluated when the graph runs.
+    # Both branches become subgraphs; the predicate, a tensor, is evaluated at run time.
     return torch.cond(x.sum() > 0, torch.sin, torch.cos, (y,))
 
 
 torch._dynamo.reset()
 explained = torch._dynamo.explain(route_cond)(negative, y)
 print(f"graphs: {explained.graph_count}, graph breaks: {explained.graph_break_count}")
-compiled = torch.compile(route_cond, fullgraph=True)  # fullgraph: a graph break would be an error
-cond_right = all(torch.allclose(compiled(x, y), route(x, y)) for x in (positive, negative))
+compiled = torch.compile(route_cond, fullgraph=True)  # fullgraph: a break is an error
+cond_right = all(torch.allclose(compiled(x, y), route(x, y))
+                 for x in (positive, negative))
 print(f"torch.cond correct on both branches: {cond_right}")
 # --8<-- [end:cond]
-results["cond"] = {"graphs": explained.graph_count, "breaks": explained.graph_break_count, "correct": cond_right}
-
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
+results["cond"] = {"graphs": explained.graph_count,
+                   "breaks": explained.graph_break_count,
+                   "correct": cond_right}
+results["cond_graph"] = explained.graphs[0]

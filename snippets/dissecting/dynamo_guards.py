@@ -1,28 +1,23 @@
-"""Guards: the checks Dynamo runs before reusing a compiled graph, and the changes that make them fail.
+"""Guards: the checks Dynamo runs before reusing a graph, and what makes them fail.
 
     python snippets/dissecting/dynamo_guards.py
 
-Prints a few representative guards from TORCH_LOGS=guards (captured from the logger, normalised), then
-counts compilations as the dtype, the shape and requires_grad of an input change, with the guard that
-failed each time (TORCH_LOGS=recompiles). Writes results.json to $SNIPPET_OUTPUT_DIR, or to a fresh
-temporary folder.
+Prints a few representative guards from TORCH_LOGS=guards (captured from the logger,
+normalised), then counts compilations as the dtype, the shape and requires_grad of an
+input change, with the guard that failed each time (TORCH_LOGS=recompiles).
 """
 
 import collections
-import json
 import logging
-from logging.handlers import BufferingHandler
-import os
 import re
-import tempfile
-from pathlib import Path
+from logging.handlers import BufferingHandler
 
 import torch
 import torch._dynamo.testing
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="dynamo_guards-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
-results = {"device": device}
+results = {}
+results["device"] = device
 
 
 def soft_sign_gate(a, b):
@@ -32,8 +27,9 @@ def soft_sign_gate(a, b):
 
 # --8<-- [start:capture]
 def logged(artifact, fn):
-    """Run fn() with TORCH_LOGS=<artifact> on; return the messages instead of letting them reach stderr."""
-    logger = logging.getLogger(f"torch._dynamo.guards.__{artifact}")  # where Dynamo logs that artifact
+    """Run fn() with TORCH_LOGS=<artifact> on; return the messages, kept off stderr."""
+    # The logger Dynamo writes that artifact to.
+    logger = logging.getLogger(f"torch._dynamo.guards.__{artifact}")
     handler, propagate = BufferingHandler(capacity=100_000), logger.propagate
     torch._logging.set_logs(**{artifact: True})
     logger.addHandler(handler)
@@ -50,42 +46,50 @@ def logged(artifact, fn):
 
 # --8<-- [start:guards]
 a, b = torch.randn(8, device=device), torch.randn(8, device=device)
-messages = logged("guards", lambda: torch.compile(soft_sign_gate, backend="eager")(a, b))
+compiled = torch.compile(soft_sign_gate, backend="eager")
+messages = logged("guards", lambda: compiled(a, b))
 tree = next(m for m in messages if "TREE_GUARD_MANAGER" in m).splitlines()
-kinds = collections.Counter(m.group(1) for m in map(re.compile(r"\+- ([A-Z_]+):").search, tree) if m)
-shown = re.compile(r"\+- (RootGuardManager|GLOBAL_STATE|GuardManager: source=L\[|TENSOR_MATCH)")
+kind = re.compile(r"\+- ([A-Z_]+):")
+kinds = collections.Counter(m.group(1) for m in map(kind.search, tree) if m)
+shown = re.compile(
+    r"\+- (RootGuardManager|GLOBAL_STATE|GuardManager: source=L\[|TENSOR_MATCH)")
 for line in tree:
     if shown.search(line):
-        line = re.sub(r"\s+#.*$", "", line)                    # drop the source-line comment
+        line = re.sub(r"\s+#.*$", "", line)  # drop the source-line comment
         line = re.sub(r"(source=L\['\w+'\]),.*", r"\1", line)  # drop accessor details
-        line = re.sub(r"(___check_global_state\(\)) against \{.*\}", r"\1 against {grad_mode, autocast, ...}", line)
+        line = re.sub(r"(___check_global_state\(\)) against \{.*\}",
+                      r"\1 against {grad_mode, autocast, ...}", line)
         print(line)
-print(f"{sum(kinds.values())} guards in all: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+print(f"{sum(kinds.values())} guards in all: "
+      + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
 # --8<-- [end:guards]
 results["guard_kinds"], results["guard_count"] = dict(kinds), sum(kinds.values())
 
 # --8<-- [start:recompiles]
 torch._dynamo.reset()
-counter = torch._dynamo.testing.CompileCounter()  # a backend that counts the graphs it is handed
-# dynamic=False: every new shape gets its own graph (see automatic dynamic shapes below).
+counter = torch._dynamo.testing.CompileCounter()  # a backend that counts its graphs
+# dynamic=False: every new shape gets its own graph (automatic dynamic shapes below).
 compiled = torch.compile(soft_sign_gate, backend=counter, dynamic=False)
 calls = [  # (key, what changed, the call)
     ("first", "float32, size 8", lambda: compiled(a, b)),
     ("new_values", "float32, size 8, new values", lambda: compiled(a + 1, b)),
     ("dtype", "float64, size 8", lambda: compiled(a.double(), b.double())),
     ("shape", "float32, size 16", lambda: compiled(a.repeat(2), b.repeat(2))),
-    ("requires_grad", "float32, size 8, requires_grad", lambda: compiled(a.clone().requires_grad_(), b)),
+    ("requires_grad", "float32, size 8, requires_grad",
+     lambda: compiled(a.clone().requires_grad_(), b)),
     ("again", "float32, size 8 again", lambda: compiled(a, b)),
 ]
 rows = {}
 print(f"{'call':<32} {'graphs':>6}  why: the guard of graph 0 that failed")
 for key, label, call in calls:
     before = counter.frame_count
-    reasons = logged("recompiles", call)  # one message per recompilation, listing every guard that failed
+    # One message per recompilation, listing every guard that failed.
+    reasons = logged("recompiles", call)
     if reasons:
         failed = re.search(r"- 0/0: (.*)", reasons[0]).group(1)
     else:
-        failed = "(first call: nothing to reuse yet)" if counter.frame_count > before else "(none: graph reused)"
+        first = counter.frame_count > before
+        failed = "(first call: nothing to reuse)" if first else "(none: graph reused)"
     rows[key] = {"call": label, "graphs": counter.frame_count, "reason": failed}
     print(f"{label:<32} {counter.frame_count:>6}  {failed}")
 # --8<-- [end:recompiles]
@@ -102,6 +106,4 @@ for n in (8, 16, 32, 64):
     print(f"size {n:>2}: {counter.frame_count} graph(s) compiled so far")
 # --8<-- [end:automatic_dynamic]
 results["automatic_dynamic"] = graphs_after
-results["recompile_limit"] = getattr(torch._dynamo.config, "recompile_limit", None) or torch._dynamo.config.cache_size_limit
-
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
+results["recompile_limit"] = torch._dynamo.config.recompile_limit

@@ -1,23 +1,18 @@
-"""FX: trace a module into a graph, read it as a table, swap one op, and get new Python code back.
+"""FX: trace a module into a graph, read it as a table, swap one op, regenerate Python.
 
     python snippets/dissecting/fx_rewrite.py
 
-torch.fx.symbolic_trace runs the module once on proxies, records every call into a torch.fx.Graph, and
-generates a GraphModule from it. Writes results.json to $SNIPPET_OUTPUT_DIR, or to a fresh temporary folder.
+torch.fx.symbolic_trace runs the module once on proxies, records every call into a
+torch.fx.Graph, and generates a GraphModule from it.
 """
-
-import json
-import os
-import tempfile
-from pathlib import Path
 
 import torch
 import torch.fx
 import torch.nn.functional as F
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="fx_rewrite-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
-results = {"device": device}
+results = {}
+results["device"] = device
 
 
 # --8<-- [start:module]
@@ -35,16 +30,21 @@ model = Residual().to(device)
 gm = torch.fx.symbolic_trace(model)
 print(gm.graph)
 # --8<-- [end:module]
+results["traced_graph"] = torch.fx.symbolic_trace(model)  # a copy, kept as traced
 
 # --8<-- [start:table]
-# graph.print_tabular() prints this table too, but needs the optional `tabulate` package.
+# graph.print_tabular() prints this table too, but needs the `tabulate` package.
 def target_name(node):
-    # A call_function target is a Python function: print its qualified name, not its repr (an address).
-    return torch.fx.node._get_qualified_name(node.target) if node.op == "call_function" else str(node.target)
+    # A call_function target is a Python function: print its qualified name, not its
+    # repr (an address).
+    if node.op == "call_function":
+        return torch.fx.node._get_qualified_name(node.target)
+    return str(node.target)
 
 
 header = ("opcode", "name", "target", "args", "kwargs")
-rows = [(n.op, n.name, target_name(n), str(n.args), str(n.kwargs)) for n in gm.graph.nodes]
+rows = [(n.op, n.name, target_name(n), str(n.args), str(n.kwargs))
+        for n in gm.graph.nodes]
 widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
 for row in [header] + rows:
     print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -52,7 +52,8 @@ for row in [header] + rows:
 results["nodes"] = [{"op": row[0], "name": row[1], "target": row[2]} for row in rows]
 
 # --8<-- [start:rewrite]
-# Swap relu for gelu: put a gelu node after each relu node, hand it relu's users, delete the relu.
+# Swap relu for gelu: put a gelu node after each relu node, hand it relu's users, and
+# delete the relu.
 swapped = 0
 for node in list(gm.graph.nodes):
     if node.op == "call_function" and node.target is torch.relu:
@@ -72,10 +73,11 @@ x = torch.randn(4, 16, device=device)
 with torch.no_grad():
     wanted = F.gelu(model.proj(x)) + x.mean(-1, keepdim=True)
     new_matches = torch.allclose(gm(x), wanted, atol=1e-6)
-    old_differs = not torch.allclose(model(x), wanted, atol=1e-6)  # the original module is untouched
+    # The original module is untouched: it still computes relu.
+    old_differs = not torch.allclose(model(x), wanted, atol=1e-6)
 print(f"rewritten module computes gelu(proj(x)) + mean(x): {new_matches}")
 print(f"original module still computes relu, so differs: {old_differs}")
 # --8<-- [end:check]
-results.update(swapped=swapped, new_matches=new_matches, old_differs=old_differs, code=gm.code.strip())
-
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
+results.update(swapped=swapped, new_matches=new_matches, old_differs=old_differs,
+               code=gm.code.strip())
+results["rewritten_graph"] = gm
