@@ -28,10 +28,10 @@ content under .cache/figures/, and copied into the built site.
     ...shown when it does not...
     <!-- md:end -->
 
-    <!-- md:figure SNIPPET NAME [kind=KIND OPTION=VALUE ...] caption="TEXT" -->
-        A numbered figure with its caption, drawn from each recorded device's record: a profiler timeline
-        (NAME timeline), an FX graph kept in results (NAME is its key; a Mermaid diagram), or a chart
-        (kind=bars|speedup|lines|roofline, see scripts/plots.py), in light and dark versions.
+    <!-- md:figure SNIPPET NAME [kind=KIND OPTION=VALUE ...] [device=cuda|cpu] caption="TEXT" -->
+        A numbered figure with its caption, drawn from each recorded device's record (or one device's): a
+        profiler timeline (NAME timeline), an FX graph kept in results (NAME is its dotted key; a Mermaid
+        diagram), or a chart (kind=bars|speedup|lines|roofline, see scripts/plots.py), light and dark.
 
     <!-- md:records -->
         A table of every snippet's record on each device: state, date, hardware, versions.
@@ -206,14 +206,25 @@ def render_figure(args: list[str], page: Page) -> str:
         raise DirectiveError('md:figure takes SNIPPET NAME [kind=... options] caption="..."')
     snippet, name = args[0], args[1]
     found = options(args[2:], {"kind", "caption", "keys", "labels", "unit", "line", "line_label", "x", "base",
-                               "other", "series", "xlabel", "ylabel", "logy", "key"})
+                               "other", "series", "xlabel", "ylabel", "logy", "key", "device"})
     caption = found.pop("caption", "").strip()
+    only = found.pop("device", None)
+    if only is not None and only not in DEVICES:
+        raise DirectiveError(f"device={only}: expected {' or '.join(DEVICES)}")
     if not caption:
         raise DirectiveError('md:figure needs caption="one line saying what to see"')
     page.figures += 1
     bodies = []
-    for record in page.recorded(snippet):
-        kept = record.results.get(name) if "kind" not in found and name != "timeline" else None
+    shown_records = [r for r in page.recorded(snippet) if only is None or r.device == only]
+    if not shown_records:
+        raise DirectiveError(f"there is no {LABELS[only]} record of {snippet}: put the figure inside md:recorded")
+    for record in shown_records:
+        kept = None
+        if "kind" not in found and name != "timeline":
+            try:
+                kept = record.value(name)
+            except KeyError:
+                raise DirectiveError(f"{name} is not kept in the {record.device} record's results") from None
         if isinstance(kept, dict) and "fxgraph" in kept:
             mermaid, alt = diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
             shown = f"```mermaid\n{mermaid.rstrip()}\n```\n\n" + f'<p class="mlc-alt">{html.escape(alt)}</p>'

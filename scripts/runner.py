@@ -19,6 +19,8 @@ A snippet fills `results` with plain values, and with a few objects the runner k
       or a list of them                 the value becomes {"fxgraph": "<key>.fxgraph.txt", "graphs": n}
     tensors, numpy values, tuples,      plain numbers and lists; dtypes, devices and paths as text
       sets, dtypes, devices, paths
+    results["files"] = {NAME: text}     each text saved as the file NAME beside results.json (compiler
+                                        output too long for results.json); the value becomes the names
 
 <key> is the value's dotted place in `results` ("traces.eager"). A reader who copies a snippet out and runs
 it sees the same output and is left with a clean folder. The recorder runs this file in a fresh process;
@@ -108,6 +110,8 @@ class Keeper:
         self.folder = folder
 
     def keep(self, value: Any, key: str) -> Any:
+        if key == "files" and isinstance(value, dict):
+            return self.files(value)
         kind = type(value)
         name = f"{kind.__module__}.{kind.__qualname__}"
         if isinstance(value, dict):
@@ -135,6 +139,14 @@ class Keeper:
         place = "results" + "".join(f"[{part!r}]" for part in key.split("."))
         raise TypeError(f"{place} holds a {name}, which the runner cannot keep: store plain values "
                         f"(see scripts/runner.py)")
+
+    def files(self, texts: dict) -> list[str]:
+        for name, text in texts.items():
+            if "/" in name or name.startswith(".") or name == "results.json":
+                raise ValueError(f"results['files'][{name!r}]: a file name of its own, without folders")
+            data = text.encode() if isinstance(text, str) else bytes(text)
+            (self.folder / name).write_bytes(data)
+        return sorted(texts)
 
     def trace(self, prof, key: str) -> str:
         file = f"{key}.trace.json"
