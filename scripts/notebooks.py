@@ -2,6 +2,9 @@
 
     python -m scripts.notebooks           # write every notebook; remove those whose page shows no snippet
     python -m scripts.notebooks --check   # list notebooks that differ from a fresh build; exit 1 if any
+    python -m scripts.notebooks --run docs/notebooks/eager-mode.ipynb
+                                          # run its code cells in order, as a kernel would (in the
+                                          # current folder, on CUDA if torch sees a GPU, else the CPU)
 
 A notebook is its chapter. Every page under docs/ that includes snippet sections
 (`--8<-- "snippets/x/y.py:SECTION"` in a fenced code block that is not a ```markdown example) gets one:
@@ -31,8 +34,6 @@ import ast
 import base64
 import hashlib
 import html
-import importlib
-import json
 import re
 import shlex
 import sys
@@ -55,11 +56,12 @@ SKIP_DIRS = ("outputs", "notebooks", "figures", "assets")
 SITE_NAME = "ML compilation, executed"
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-INCLUDE = re.compile(r"""^[ \t]*--8<--[ \t]+(["'])snippets/(?P<snippet>[^"':]+\.py)(?::(?P<section>[^"']+))?\1[ \t]*$""")
+INCLUDE = re.compile(r"""^[ \t]*--8<--[ \t]+(["'])snippets/(?P<snippet>[^"':]+\.py)"""
+                     r"""(?::(?P<section>[^"']+))?\1[ \t]*$""")
 DIRECTIVE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->", re.DOTALL)
 BLOCK_LINE = re.compile(r"^[ \t]*<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->[ \t]*$")
-ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)(?P<classes>(?:[ \t]+[\w-]+)*)"""
-                        r"""(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
+ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)"""
+                        r"""(?P<classes>(?:[ \t]+[\w-]+)*)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
 TAB = re.compile(r"""^(?P<indent>[ \t]*)===[!+]?[ \t]+"(?P<title>[^"]*)"[ \t]*$""")
 HEADING = re.compile(r"^#{1,6}[ \t]+\S")
 CODE_SPAN = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)")
@@ -125,6 +127,79 @@ def is_plumbing(node: ast.stmt) -> bool:
 
 
 BODIES = ("body", "orelse", "finalbody")
+# Calls that only make text to print: a statement made of these has no effect a later cell needs.
+PRINTING = {"print", "format", "str", "repr", "len", "round", "sorted", "list", "dict", "set", "tuple",
+            "enumerate", "zip", "range", "min", "max", "sum", "abs", "float", "int", "isinstance", "getattr"}
+
+
+def has_effect(node: ast.AST) -> bool:
+    """Whether a statement does anything but print: a call other than print() and its helpers, in the
+    statement or in any statement inside it."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "print":
+        return False
+    if isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+        return False
+    if isinstance(node, ast.stmt) and not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        inner = [n for name in (*BODIES, "handlers") for n in (getattr(node, name, None) or [])]
+        inner = [n for block in inner for n in ([block] if isinstance(block, ast.stmt) else block.body)]
+        headers = [p for p in Snippet.headers(node)]
+        return any(has_effect(n) for n in inner) or any(has_effect(h) for h in headers)
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+    return any(not (isinstance(c.func, ast.Name) and c.func.id in PRINTING) for c in calls)
+
+
+def loads(node: ast.AST) -> set[str]:
+    """The names a statement reads, not counting a function's (or lambda's) own arguments and locals."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = node.args
+        own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        outer = [*args.defaults, *[d for d in args.kw_defaults if d], *getattr(node, "decorator_list", [])]
+        inner = set().union(*(loads(n) for n in body)) if body else set()
+        local = {n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return (inner - own - local) | set().union(*(loads(n) for n in outer)) if outer else inner - own - local
+    found = {node.id} if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else set()
+    for child in ast.iter_child_nodes(node):
+        found |= loads(child)
+    return found
+
+
+def free_names(nodes: list[ast.stmt]) -> set[str]:
+    """The global names a run of statements reads before binding them itself."""
+    bound: set[str] = set()
+    free: set[str] = set()
+    for node in nodes:
+        free |= loads(node) - bound
+        bound |= bindings(node)
+    return free
+
+
+def bindings(node: ast.stmt) -> set[str]:
+    """The global names a top-level statement binds (a loop's own variable and with-targets aside, so a
+    warm-up loop `for _ in range(3): f(x)` counts as an effect)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    found: set[str] = set()
+    skip: set[int] = set()
+    for child in ast.walk(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(child.name)
+            skip |= {id(n) for n in ast.walk(child) if n is not child}
+        elif isinstance(child, (ast.For, ast.AsyncFor, ast.comprehension)):
+            skip |= {id(n) for n in ast.walk(child.target)}
+        elif isinstance(child, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            skip |= {id(n) for n in ast.walk(child) if n is not child}
+    for child in ast.walk(node):
+        if id(child) in skip:
+            continue
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            found.add(child.id)
+        elif isinstance(child, ast.withitem) and child.optional_vars is not None:
+            pass  # `with profile() as prof:` binds prof, counted as a Name store above
+    return found
 
 
 @dataclass
@@ -136,13 +211,14 @@ class Snippet:
     sections: dict[str, tuple[int, int]]  # name -> (first, last) line, 1-based, markers excluded
     drop: set[int] = field(default_factory=set)  # plumbing, marker and docstring lines
     passes: dict[int, str] = field(default_factory=dict)  # a line that becomes `pass` (emptied block)
+    tree: ast.Module | None = None
 
     @classmethod
     def load(cls, name: str) -> Snippet:
         path = SNIPPETS / name
         source = path.read_text()
         snippet = cls(name, source.splitlines(), section_lines(source))
-        tree = ast.parse(source, filename=str(path))
+        tree = snippet.tree = ast.parse(source, filename=str(path))
         for number, line in enumerate(snippet.lines, start=1):
             if "--8<--" in line and re.search(r"\[(start|end):", line):
                 snippet.drop.add(number)
@@ -193,6 +269,37 @@ class Snippet:
                         self.passes[first] = indent + "pass"
             left += 1
         return left == 0
+
+    def skip_unneeded(self, shown: list[str]) -> None:
+        """Leave out the code between and after the shown sections that no later shown code needs: what
+        only prints, or binds names nothing later reads (a timing kept only for the record). Code above
+        the first shown section all stays: it is the set-up. Imports, and calls made for their effect
+        (`torch._dynamo.reset()`, a warm-up call), stay too."""
+        spans = [self.section(name) for name in shown]
+        if not spans:
+            return
+        start = min(first for first, _ in spans)
+        needed: set[str] = set()
+        for node in reversed(self.tree.body):
+            first, last = self.span(node)
+            if set(range(first, last + 1)) <= self.drop:
+                continue
+            is_shown = any(a <= first and last <= b for a, b in spans)
+            if not is_shown and first > start and not self.needed(node, needed):
+                self.drop_lines(node, comments=True)
+                continue
+            needed |= loads(node)
+
+    @staticmethod
+    def needed(node: ast.stmt, needed: set[str]) -> bool:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        bound = bindings(node)
+        if bound:
+            return bool(bound & needed)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            return True  # stores into an object (x[0] = ..., model.flag = ...): an effect
+        return has_effect(node)
 
     def span_incl(self, node: ast.stmt) -> tuple[int, int]:
         first, last = self.span(node)
@@ -468,10 +575,13 @@ class Builder:
     figures: int = 0
     ids: set[str] = field(default_factory=set)
     attachments: dict = field(default_factory=dict)  # images drawn for the prose cell being built
+    writer: dict[str, tuple] = field(default_factory=dict)  # global name -> (snippet, statement) last bound it
+    bound: dict[str, dict[str, list]] = field(default_factory=dict)  # snippet -> name -> statements
 
     def __post_init__(self):
         self.src = self.page.relative_to(DOCS).as_posix()
         self.notebook = notebook_path(self.page).relative_to(DOCS).as_posix()
+        self.state = hook_page(self.src)
 
     def fail(self, message: str) -> NotebookError:
         return NotebookError(f"{self.src}: {message}")
@@ -479,12 +589,23 @@ class Builder:
     # ------------------------------------------------------------------- the page, in order
 
     def build(self) -> nbformat.NotebookNode:
-        text = self.page.read_text()
-        lines = plain_blocks(resolve_branches(text.splitlines(), self.src))
-        title = next((line[2:].strip() for line in lines if line.startswith("# ")), self.page.stem)
-        used = [i for i in page_includes("\n".join(lines))]
-        for include in used:
-            self.snippet(include.snippet)
+        from mkdocs.utils.meta import get_data
+
+        text, meta = get_data(self.page.read_text())  # front matter is the page's settings, not its prose
+        try:
+            text = hook().conditionals(text, self.state)  # the branches of md:recorded the site shows
+        except Exception as error:  # the hook's PluginError already names the page
+            raise NotebookError(str(error)) from None
+        lines = plain_blocks(text.splitlines())
+        title = meta.get("title") or next((line[2:].strip() for line in lines if line.startswith("# ")),
+                                          self.page.stem)
+        used = page_includes("\n".join(lines))
+        for name in dict.fromkeys(i.snippet for i in used):
+            sections = [i.section for i in used if i.snippet == name and i.section]
+            try:
+                self.snippet(name).skip_unneeded(list(dict.fromkeys(sections)))
+            except KeyError as error:
+                raise self.fail(str(error.args[0])) from None
         self.cells.append(self.markdown(self.first_cell(title, used)))
         prose: list[str] = []
         skip_title = True
@@ -555,7 +676,8 @@ class Builder:
             return
         text = self.expand(text)
         text = rewrite_links(text, self.src, self.notebook)
-        text = re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+        text = outside_code(text, lambda part: ATTR_LIST.sub("", part))  # `{ .md-button }`: the site's styling
+        text = outside_code(text, lambda part: re.sub(r"\n{3,}", "\n\n", part)).strip("\n")
         if text.strip():
             self.cells.append(self.markdown(text, self.attachments))
         self.attachments = {}
@@ -586,9 +708,9 @@ class Builder:
     def inline(self, text: str) -> str:
         def one(match: re.Match) -> str:
             try:
-                return hook_text(match.group(0), self.src)
-            except Exception as error:  # the hook's own error names the directive
-                raise self.fail(f"{match.group(0)}: {error}") from None
+                return inline_text(match, self.state)
+            except (hook().DirectiveError, ValueError) as error:
+                raise self.fail(f"{match.group(0).strip()}: {error}") from None
 
         return DIRECTIVE.sub(one, text)
 
@@ -607,40 +729,81 @@ class Builder:
                 f"*Recorded on {records.LABELS[record.device]} ({record.hardware}).*"]
 
     def figure(self, args: list[str]) -> list[str]:
+        """The figure drawn from the record the notebook shows (CUDA where recorded, else CPU), numbered and
+        captioned as on the site; a line naming it where it cannot be drawn here."""
         if len(args) < 2:
             raise self.fail("md:figure needs SNIPPET NAME")
         snippet, name = args[0], args[1]
         options = dict(a.split("=", 1) for a in args[2:] if "=" in a)
+        caption = options.pop("caption", "").strip()
         self.figures += 1
-        caption = options.get("caption", "").strip()
         label = f"**Figure {self.figures}.** " + (caption or f"`{name}`")
         record = best_record(snippet)
-        drawn = self.draw(record, name, options) if record else None
-        where = f"drawn from the {records.LABELS[record.device]} record" if record else "not yet recorded"
-        note = f"*(`{name}` of `snippets/{snippet}`, {where}.)*"
+        if record is None:
+            return [f"{label} *(`{name}` of `snippets/{snippet}`: not yet recorded.)*"]
+        where = f"*(Drawn from the {records.LABELS[record.device]} record of `snippets/{snippet}`.)*"
+        drawn = self.draw(record, name, options)
         if drawn is None:
-            return [label + " " + note + " The chapter's page shows this figure."]
-        return [drawn, "", label + " " + note]
+            return [f"{label} *(`{name}`, drawn from the {records.LABELS[record.device]} record of "
+                    f"`snippets/{snippet}` on the chapter's page.)*"]
+        return [*drawn, "", f"{label} {where}"]
 
-    def draw(self, record: records.Record, name: str, options: dict) -> str | None:
-        """The figure as an image attached to the cell, where scripts.plots can draw it; else None."""
+    def draw(self, record: records.Record, name: str, options: dict) -> list[str] | None:
+        """An FX graph kept in the results as a Mermaid diagram (scripts.diagrams), a chart as an SVG image
+        attached to the cell (scripts.plots); None where neither can draw it."""
+        kept = record.results.get(name) if "kind" not in options and name != "timeline" else None
         try:
-            plots = importlib.import_module("scripts.plots")
-        except ImportError:
-            return None
-        render = getattr(plots, "render", None)
-        if render is None:
-            return None
-        try:
-            svg, alt = render(record, name, options, "light")
-        except Exception:  # a kind plots does not draw (a graph diagram): the text line stands in
+            if isinstance(kept, dict) and "fxgraph" in kept:
+                from scripts import diagrams
+
+                mermaid, alt = diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
+                return ["```mermaid", *mermaid.rstrip().split("\n"), "```", "", f"*{alt}*"]
+            from scripts import plots
+
+            svg, alt = plots.render(record, name, options, "light")
+        except Exception:  # noqa: BLE001 (no drawing module, or a figure it cannot draw: the line stands in)
             return None
         key = f"figure-{self.figures}-{name}.svg"
         self.attachments[key] = {"image/svg+xml": base64.b64encode(svg.encode()).decode()}
         alt = alt.replace("[", "(").replace("]", ")").replace("\n", " ")
-        return f"![{alt}](attachment:{key})"
+        return [f"![{alt}](attachment:{key})"]
 
     # ------------------------------------------------------------------- code
+
+    def statements(self, snippet: Snippet, lines) -> list[ast.stmt]:
+        """The top-level statements of a snippet that start on these lines and are not left out."""
+        lines = set(lines)
+        return [node for node in snippet.tree.body
+                if snippet.span(node)[0] in lines and not set(range(*snippet.span_incl(node))) <= snippet.drop]
+
+    def ran(self, snippet: Snippet, lines) -> None:
+        """Note the names these lines bind: from now on they hold this snippet's values."""
+        for node in self.statements(snippet, lines):
+            for name in bindings(node):
+                self.writer[name] = (snippet.name, ast.dump(node))
+                self.bound.setdefault(snippet.name, {}).setdefault(name, []).append(node)
+
+    def restore(self, snippet: Snippet, lines) -> set[int]:
+        """The lines of this snippet's statements that bound names its next code reads and that another
+        snippet has rebound since (run again, with what they read in turn)."""
+        own = self.bound.get(snippet.name, {})
+        again: set[int] = set()
+        todo = free_names(self.statements(snippet, lines))
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in own:
+                continue
+            writer, statement = self.writer.get(name, (snippet.name, ""))
+            if writer == snippet.name or statement in {ast.dump(node) for node in own[name]}:
+                continue  # still this snippet's value, or bound by the very same statement (`import torch`)
+            seen.add(name)
+            for node in own[name]:
+                first, last = snippet.span(node)
+                if first not in again:
+                    again.update(range(first, last + 1))
+                    todo |= free_names([node])
+        return again
 
     def snippet(self, name: str) -> Snippet:
         if name not in self.snippets:
@@ -666,15 +829,21 @@ class Builder:
         # Everything of the snippet above this section that has not run yet (code the page does not
         # show, or shows further down) runs first, in a collapsed cell.
         before = [n for n in range(1, first) if n not in done]
-        hidden = snippet.text(before)
+        shown = list(range(first, last + 1))
+        # Another snippet's cells may have rebound names this one set earlier (`x`, `model`): its
+        # statements that bound them run again first.
+        again = self.restore(snippet, before + shown)
+        lines = sorted(set(before) | again)
+        hidden = snippet.text(lines)
         done.update(before)
+        self.ran(snippet, lines)
         if hidden.strip():
             self.cells.append(v4.new_code_cell(hidden, id=cell_id("setup", include.snippet + hidden, self.ids),
                                                metadata={"jupyter": {"source_hidden": True},
                                                          "tags": ["hide-input"],
                                                          "mlc": {"snippet": include.snippet, "setup": True}}))
-        shown = list(range(first, last + 1))
         done.update(shown)
+        self.ran(snippet, shown)
         source = snippet.text(shown, dedent=True)
         record = best_record(include.snippet)
         outputs, metadata = [], {"mlc": {"snippet": include.snippet, "section": include.section}}
@@ -696,50 +865,77 @@ def build(page: Path) -> str:
     return nbformat.writes(Builder(page).build()) + "\n"
 
 
-def build_all() -> dict[Path, str]:
-    return {notebook_path(page): build(page) for page in chapter_pages()}
+def build_all() -> tuple[dict[Path, str], list[str]]:
+    """Every chapter's notebook, and one line per page that cannot become one (its notebook is kept)."""
+    built, errors = {}, []
+    for page in chapter_pages():
+        try:
+            built[notebook_path(page)] = build(page)
+        except NotebookError as error:
+            errors.append(str(error))
+    return built, errors
 
 
-def differences(built: dict[Path, str]) -> list[str]:
+def differences(built: dict[Path, str], pages: list[Path] | None = None) -> list[str]:
     problems = []
     for path, text in built.items():
         if not path.exists():
             problems.append(f"missing  {path.relative_to(ROOT)}")
         elif path.read_text() != text:
             problems.append(f"differs  {path.relative_to(ROOT)}")
+    wanted = {notebook_path(p) for p in (chapter_pages() if pages is None else pages)}
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        if path not in built:
+        if path not in wanted:
             problems.append(f"orphan   {path.relative_to(ROOT)} (its page shows no snippet)")
     return problems
+
+
+def run(path: Path) -> None:
+    """Run a notebook's code cells top to bottom in one namespace, as a Jupyter kernel does, each cell
+    compiled on its own; a failing cell raises, naming the cell."""
+    notebook = nbformat.read(path, as_version=4)
+    namespace = {"__name__": "__main__"}
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        where = cell.metadata.get("mlc", {})
+        name = f"{path.name} cell {index} ({where.get('snippet')}:{where.get('section') or 'set-up'})"
+        print(f"# {name}", flush=True)
+        exec(compile(cell.source, name, "exec"), namespace)  # noqa: S102 (the point: run the notebook)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="list the notebooks that differ from a fresh build; exit 1 if any")
+    parser.add_argument("--run", type=Path, metavar="NOTEBOOK", help="run one notebook's code cells in order")
     args = parser.parse_args(argv)
-    try:
-        built = build_all()
-    except NotebookError as error:
-        print(f"notebooks: {error}", file=sys.stderr)
-        return 1
-    problems = differences(built)
+    if args.run:
+        run(args.run.resolve())
+        return 0
+    pages = chapter_pages()
+    built, errors = build_all()
+    problems = differences(built, pages)
+    for error in errors:
+        print(f"error    {error}", file=sys.stderr)
     if args.check:
         for problem in problems:
             print(problem)
-        print(f"notebooks: {len(problems)} out of date" + (": run python -m scripts.notebooks" if problems else ""))
-        return 1 if problems else 0
+        print(f"notebooks: {len(problems)} out of date, {len(errors)} failed"
+              + (": run python -m scripts.notebooks" if problems else ""))
+        return 1 if problems or errors else 0
     NOTEBOOKS.mkdir(parents=True, exist_ok=True)
     for path, text in built.items():
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
             print(f"wrote    {path.relative_to(ROOT)}")
+    wanted = {notebook_path(p) for p in pages}
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        if path not in built:
+        if path not in wanted:
             path.unlink()
             print(f"removed  {path.relative_to(ROOT)} (its page shows no snippet)")
-    print(f"notebooks: {len(built)} built, {len(problems)} changed")
-    return 0
+    print(f"notebooks: {len(built)} built, {len(errors)} failed")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
