@@ -1,99 +1,400 @@
-"""The mkdocs hook's directives, on a throw-away tree of snippets and records."""
+"""The mkdocs hook's directives (scripts/mkdocs_hooks.py), on throw-away trees of snippets and hand-built
+records (test fixtures shaped as scripts/records.py describes, not site records)."""
+
+from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from mkdocs.exceptions import PluginError
-from mkdocs_hooks import expand
+
+from scripts import mkdocs_hooks, records
 
 SOURCE = "# --8<-- [start:main]\nprint('hi')\n# --8<-- [end:main]\n"
+SNIPPET = "demo/hello.py"
+REMAKE_CPU = f".venv/bin/python -m scripts.regenerate --device cpu --only {SNIPPET}"
+RESULTS = {
+    "n": 65536, "whole": 65536.0, "t": 731.4, "share": 0.912, "big": 1234567.8, "fits": True, "small": False,
+    "timing": {
+        "eager": {"median_us": 100.0, "q1_us": 95.0, "q3_us": 105.0},
+        "compiled": {"median_us": 10.0, "q1_us": 9.5, "q3_us": 10.5},
+        "noisy": {"median_us": 98.0, "q1_us": 80.0, "q3_us": 120.0},
+        "slow": {"median_us": 250.0, "q1_us": 245.0, "q3_us": 255.0},
+    },
+    "graph": {"fxgraph": "graph.fxgraph.txt", "graphs": 1},
+}
+FX = ("graph():\n"
+      "    %x : [num_users=1] = placeholder[target=x]\n"
+      "    %sin : [num_users=1] = call_function[target=torch.sin](args = (%x,), kwargs = {})\n"
+      "    return sin\n")
 
 
 @pytest.fixture
 def tree(tmp_path):
-    snippets, outputs = tmp_path / "snippets", tmp_path / "outputs"
-    (snippets / "demo").mkdir(parents=True)
-    (snippets / "demo" / "hello.py").write_text(SOURCE)
-    return snippets, outputs
+    (tmp_path / "snippets" / "demo").mkdir(parents=True)
+    (tmp_path / "snippets" / "demo" / "hello.py").write_text(SOURCE)
+    return tmp_path
 
 
-def write_record(tree, device, source=SOURCE, results=None, stdout="hi\n"):
-    snippets, outputs = tree
-    folder = outputs / device / "demo" / "hello"
+def write_record(tree: Path, device: str, source: str = SOURCE, results: dict | None = None, stdout: str = "hi\n",
+                 manifest: str | None = None) -> Path:
+    folder = records.record_dir(SNIPPET, device, tree / "outputs")
     (folder / "files").mkdir(parents=True)
-    environment = {"torch": "2.13.0", "triton": "3.7.1", "python": "3.11.7", "cpu": "Test CPU", "cpu_count": 2,
-                   "gpu": "NVIDIA H200", "cuda": "12.8", "driver": "570.1"}
-    manifest = {"snippet": "snippets/demo/hello.py", "sha256": hashlib.sha256(source.encode()).hexdigest(),
-                "device": device, "date": "2026-11-21T12:00:00+00:00", "exit_status": 0, "environment": environment}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    environment = {"torch": "2.13.0", "triton": "3.7.1", "python": "3.11.7", "cpu": "Test CPU", "cpu_count": 2}
+    if device == "cuda":
+        environment.update(gpu="NVIDIA H200", cuda="12.8", driver="570.1")
+    content = {"snippet": f"snippets/{SNIPPET}", "sha256": hashlib.sha256(source.encode()).hexdigest(),
+               "device": device, "command": "python scripts/runner.py snippets/demo/hello.py <record>",
+               "exit_status": 0, "duration_s": 1.5, "date": "2026-11-21T12:00:00+00:00", "environment": environment}
+    (folder / "manifest.json").write_text(manifest if manifest is not None else json.dumps(content))
     (folder / "stdout.txt").write_text(stdout)
     (folder / "sections.json").write_text(json.dumps({"main": stdout}))
-    (folder / "files" / "results.json").write_text(json.dumps(results or {"time_us": 731.4, "share": 0.912}))
+    (folder / "files" / "results.json").write_text(json.dumps(RESULTS if results is None else results))
+    (folder / "files" / "graph.fxgraph.txt").write_text(FX)
+    return folder
 
 
-def render(tree, markdown, page="chapter.md"):
-    return expand(markdown, page, *tree)
+def page(tree: Path, src_uri: str = "chapter.md", url: str = "chapter/") -> mkdocs_hooks.Page:
+    return mkdocs_hooks.Page(src_uri, url, snippets=tree / "snippets", outputs=tree / "outputs")
 
 
-def test_output_shows_a_tab_per_device_cuda_first_with_provenance(tree):
-    write_record(tree, "cuda", stdout="on the gpu\n")
-    write_record(tree, "cpu", stdout="on the cpu\n")
-    page = render(tree, "<!-- md:output demo/hello.py -->\n")
-    assert page.index('===! "CUDA"') < page.index('=== "CPU"')
-    assert "    on the gpu" in page and "    on the cpu" in page
-    assert "Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch 2.13.0 · triton 3.7.1" in page
-    assert "Recorded on Test CPU (2 cores)" in page
-    assert "[record](outputs/cpu/demo/hello/manifest.json)" in page
-    assert "Stale record" not in page
+def expand(tree: Path, markdown: str, on: mkdocs_hooks.Page | None = None) -> str:
+    return mkdocs_hooks.expand(markdown, on or page(tree))
 
 
-def test_output_of_one_section_with_a_language(tree):
-    write_record(tree, "cpu", stdout="x = 1\n")
-    page = render(tree, "<!-- md:output demo/hello.py:main lang=cuda:python,cpu:cpp -->\n", "sub/page.md")
-    assert "```cpp\n    x = 1" in page
-    assert "(../outputs/cpu/demo/hello/manifest.json)" in page
+def failure(tree: Path, markdown: str) -> str:
+    """The one-line message of the PluginError a page fails with."""
+    with pytest.raises(PluginError) as error:
+        expand(tree, markdown)
+    message = str(error.value)
+    assert "\n" not in message.strip(), message
+    return message
 
 
-def test_missing_record_says_not_yet_recorded(tree):
+def shown(text: str) -> str:
+    """The text an inline directive shows (inside its span)."""
+    return text.split('">', 1)[1].split("</span>", 1)[0]
+
+
+# -------------------------------------------------------------------------------------------------- md:value
+
+
+@pytest.mark.parametrize("options, expected", [
+    ("n fmt=,", "65,536"),
+    ("n", "65536"),
+    ("n fmt=d", "65536"),
+    ("n fmt=,d", "65,536"),
+    ("whole fmt=,d", "65,536"),
+    ("whole fmt=d", "65536"),
+    ("whole", "65536"),
+    ("big", "1234568"),
+    ("t", "731"),
+    ("t fmt=.1f", "731.4"),
+    ("t fmt=,.0f unit=µs", "731\u202fµs"),
+    ("share scale=100 fmt=.1f unit=%", "91.2%"),
+    ("timing.eager.median_us fmt=.0f", "100"),
+    ('fits yes="fits in" no="does not fit in"', "fits in"),
+    ('small yes="fits in" no="does not fit in"', "does not fit in"),
+    ("fits", "yes"),
+])
+def test_value_formats_numbers_and_keeps_integers(tree, options, expected):
     write_record(tree, "cpu")
-    assert "Not yet recorded on CUDA." in render(tree, "<!-- md:output demo/hello.py -->\n")
+    text = expand(tree, f"It is <!-- md:value {SNIPPET} {options} device=cpu -->.")
+    assert text.startswith('It is <span class="recorded" title="') and text.endswith("</span>.")
+    assert shown(text).replace("&#x27;", "'") == expected
 
 
-def test_stale_record_shows_a_warning(tree):
-    write_record(tree, "cpu", source="print('an older version')\n")
-    page = render(tree, "<!-- md:output demo/hello.py -->\n")
-    assert '!!! warning "Stale record"' in page
-    assert "--only demo/hello.py" in page
-
-
-def test_value_comes_from_the_record(tree):
+def test_value_defaults_to_cuda_and_says_where_it_was_recorded(tree):
     write_record(tree, "cuda")
-    text = render(tree, "took <!-- md:value demo/hello.py time_us fmt=.0f --> µs, "
-                        "<!-- md:value demo/hello.py share scale=100 fmt=.1f -->% of peak")
-    assert ">731</span> µs" in text and ">91.2</span>% of peak" in text
-    assert "not yet recorded on CPU" in render(tree, "<!-- md:value demo/hello.py time_us device=cpu -->")
+    text = expand(tree, f"<!-- md:value {SNIPPET} n -->")
+    assert shown(text) == "65536"
+    assert 'title="n from snippets/demo/hello.py, recorded on NVIDIA H200 on 2026-11-21"' in text
+
+
+@pytest.mark.parametrize("options, message", [
+    ("t fmt=.2q", "fmt=.2q cannot format 731.4"),
+    ("t fmt=d", "fmt=d cannot format 731.4"),
+    ("t scale=lots", "scale=lots is not a number"),
+    ("share scale=100 fmt=d", "fmt=d cannot format 91.2"),
+])
+def test_a_bad_format_fails_with_one_line_naming_page_and_directive(tree, options, message):
+    write_record(tree, "cpu")
+    directive = f"<!-- md:value {SNIPPET} {options} device=cpu -->"
+    error = failure(tree, f"Some prose {directive} here.\n")
+    assert error.startswith(f"chapter.md: {directive}: ") and message in error, error
+
+
+def test_fmt_percent_formats_a_fraction(tree):
+    write_record(tree, "cpu")
+    assert shown(expand(tree, f"<!-- md:value {SNIPPET} share fmt=.0% device=cpu -->")) == "91%"
+
+
+def test_a_value_from_a_device_with_no_record_fails_and_suggests_md_recorded(tree):
+    write_record(tree, "cpu")
+    error = failure(tree, f"On a GPU it took <!-- md:value {SNIPPET} t fmt=.0f --> µs.\n")
+    assert error.startswith(f"chapter.md: <!-- md:value {SNIPPET} t fmt=.0f -->: there is no CUDA record")
+    assert f"<!-- md:recorded {SNIPPET} device=cuda --> ... <!-- md:end -->" in error
 
 
 @pytest.mark.parametrize("markdown, message", [
     ("<!-- md:outptu demo/hello.py -->\n", "unknown directive 'md:outptu'"),
-    ("<!-- md:output demo/missing.py -->\n", "snippet 'snippets/demo/missing.py' does not exist"),
-    ("<!-- md:value demo/missing.py time_us -->", "does not exist"),
-    ("<!-- md:value demo/hello.py no.such.key -->", "key 'no.such.key' is not in the cuda record"),
-    ("<!-- md:value demo/hello.py time_us colour=red -->", "unknown option 'colour=red'"),
+    ("Inline <!-- md:colour demo/hello.py --> too.\n", "unknown directive 'md:colour'"),
+    ("<!-- md:value demo/hello.py t colour=red -->", "unknown option 'colour=red'"),
+    ("<!-- md:value demo/hello.py t device=gpu -->", "device=gpu: expected cuda or cpu"),
+    ("<!-- md:value demo/hello.py -->", "md:value takes SNIPPET KEY"),
+    ("<!-- md:value demo/missing.py t device=cpu -->", "snippet 'snippets/demo/missing.py' does not exist"),
+    ("<!-- md:value demo/hello.py no.such.key device=cpu -->", "'no.such.key' is not in"),
+    ("<!-- md:output demo/hello.py lang -->\n", "unknown option 'lang'"),
     ("<!-- md:output demo/hello.py:nosection -->\n", "printed nothing in section 'nosection'"),
-    ("text <!-- md:output demo/hello.py -->", "must stand at the start of a line"),
+    ("<!-- md:output demo/hello -->\n", "must name a snippet file ending in .py"),
+    ("<!-- md:output demo/missing.py -->\n", "snippet 'snippets/demo/missing.py' does not exist"),
+    ("text <!-- md:output demo/hello.py -->\n", "md:output must stand alone on its own line"),
+    ("text <!-- md:recorded demo/hello.py --> more\n", "md:recorded must stand alone on its own line"),
+    ("<!-- md:records extra -->\n", "md:records takes no arguments"),
+    ('<!-- md:figure demo/hello.py graph caption="x" colour=red -->\n', "unknown option 'colour=red'"),
 ])
 def test_mistakes_fail_the_build_naming_page_and_directive(tree, markdown, message):
-    write_record(tree, "cuda")
-    with pytest.raises(PluginError) as error:
-        render(tree, markdown, "chapter.md")
-    assert str(error.value).startswith("chapter.md: <!-- md:") and message in str(error.value)
+    write_record(tree, "cpu")
+    error = failure(tree, markdown)
+    assert error.startswith("chapter.md: <!-- md:") and message in error, error
+
+
+# ------------------------------------------------------------------------------- md:recorded / else / end
+
+
+BLOCK = """\
+before
+<!-- md:recorded demo/hello.py device={device} -->
+On the <!-- md:hardware demo/hello.py device={device} -->, it took <!-- md:value demo/hello.py t device={device} -->.
+<!-- md:else -->
+Not recorded on {device} yet.
+<!-- md:end -->
+after
+"""
+
+
+def test_recorded_keeps_the_first_branch_when_the_record_exists(tree):
+    write_record(tree, "cpu")
+    text = expand(tree, BLOCK.format(device="cpu"))
+    lines = text.splitlines()
+    assert lines[0] == "before" and lines[-1] == "after" and len(lines) == 3
+    assert "Test CPU" in lines[1] and ">731</span>" in lines[1]
+    assert "Not recorded" not in text and "md:" not in text
+
+
+def test_recorded_keeps_the_else_branch_and_never_reads_the_missing_record(tree):
+    write_record(tree, "cpu")
+    # The md:value and md:hardware of the dropped branch would fail: there is no CUDA record.
+    assert expand(tree, BLOCK.format(device="cuda")) == "before\nNot recorded on cuda yet.\nafter\n"
+
+
+def test_recorded_without_else_drops_the_block_when_the_record_is_missing(tree):
+    write_record(tree, "cpu")
+    markdown = "a\n<!-- md:recorded demo/hello.py device=cuda -->\ncuda only\n<!-- md:end -->\nb\n"
+    assert expand(tree, markdown) == "a\nb\n"
+    assert expand(tree, markdown.replace("device=cuda", "device=cpu")) == "a\ncuda only\nb\n"
+
+
+@pytest.mark.parametrize("markdown, message", [
+    ("<!-- md:recorded demo/hello.py device=cpu -->\nnever closed\n", "never closed with <!-- md:end -->"),
+    ("<!-- md:else -->\n", "md:else without an md:recorded before it"),
+    ("<!-- md:end -->\n", "md:end without an md:recorded before it"),
+    ("<!-- md:recorded demo/hello.py device=cpu -->\n<!-- md:recorded demo/hello.py device=cpu -->\n"
+     "<!-- md:end -->\n<!-- md:end -->\n", "do not nest"),
+    ("<!-- md:recorded -->\nx\n<!-- md:end -->\n", "md:recorded takes SNIPPET"),
+    ("<!-- md:recorded demo/missing.py -->\nx\n<!-- md:end -->\n", "snippets/demo/missing.py' does not exist"),
+])
+def test_recorded_blocks_that_do_not_pair_fail(tree, markdown, message):
+    write_record(tree, "cpu")
+    error = failure(tree, markdown)
+    assert error.startswith("chapter.md: <!-- md:") and message in error, error
 
 
 def test_directives_inside_code_fences_stay_as_written(tree):
     write_record(tree, "cpu")
-    markdown = "````markdown\n<!-- md:output demo/hello.py -->\n```\nnested\n```\n````\n<!-- md:output demo/hello.py -->\n"
-    page = render(tree, markdown)
-    assert page.startswith("````markdown\n<!-- md:output demo/hello.py -->\n```\nnested\n```\n````\n")
-    assert page.count('=== "CPU"') + page.count('===+ "CPU"') == 1
+    shown_as_code = (
+        "````markdown\n"
+        "<!-- md:recorded demo/hello.py device=cuda -->\n"
+        "<!-- md:output demo/hello.py -->\n"
+        "```\nnested <!-- md:value demo/hello.py t -->\n```\n"
+        "<!-- md:outptu -->\n"
+        "````\n"
+        "~~~\n<!-- md:end -->\n~~~\n"
+    )
+    text = expand(tree, shown_as_code + "<!-- md:output demo/hello.py -->\n")
+    assert text.startswith(shown_as_code)
+    assert text.count('===! "CPU"') == 1
+
+
+# -------------------------------------------------------------------------------- md:compare, md:hardware
+
+
+@pytest.mark.parametrize("a, b, words", [
+    ("timing.eager", "timing.compiled", "10× faster"),
+    ("timing.eager", "timing.noisy", "about the same"),
+    ("timing.eager", "timing.slow", "2.5× slower"),
+    ("timing.compiled", "timing.eager", "10× slower"),
+])
+def test_compare_gives_the_judges_words(tree, a, b, words):
+    write_record(tree, "cpu")
+    text = expand(tree, f"compiled is <!-- md:compare {SNIPPET} {a} {b} device=cpu --> than eager")
+    assert shown(text) == words
+    assert words == records.judge(RESULTS["timing"][a.split(".")[1]], RESULTS["timing"][b.split(".")[1]])
+
+
+def test_compare_refuses_what_is_not_a_timing(tree):
+    write_record(tree, "cpu")
+    error = failure(tree, f"<!-- md:compare {SNIPPET} timing.eager n device=cpu -->")
+    assert "must both be timings" in error
+
+
+def test_hardware_names_the_gpu_or_cpu_from_the_manifest(tree):
+    write_record(tree, "cuda")
+    write_record(tree, "cpu")
+    assert shown(expand(tree, f"<!-- md:hardware {SNIPPET} -->")) == "NVIDIA H200"
+    assert shown(expand(tree, f"<!-- md:hardware {SNIPPET} device=cpu -->")) == "Test CPU"
+
+
+# ------------------------------------------------------------------------------------------------ md:output
+
+
+def test_output_tabs_only_recorded_devices_and_the_page_notes_what_it_lacks(tree):
+    write_record(tree, "cpu", stdout="on the cpu\n")
+    state = page(tree)
+    text = expand(tree, f"<!-- md:output {SNIPPET} -->\n", state)
+    assert text.startswith('===! "CPU"')
+    assert '"CUDA"' not in text
+    assert "    on the cpu" in text
+    assert state.lacking == {"cuda"}
+    note = mkdocs_hooks.lacking_note(state)
+    assert note.startswith('!!! note "Not yet recorded on CUDA"') and "recorded on CPU only" in note
+
+
+def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):
+    write_record(tree, "cuda", stdout="on the gpu\n")
+    write_record(tree, "cpu", stdout="on the cpu\n")
+    state = page(tree)
+    text = expand(tree, f"<!-- md:output {SNIPPET} -->\n", state)
+    assert text.index('===! "CUDA"') < text.index('=== "CPU"') and text.count("===") == 2
+    assert "    on the gpu" in text and "    on the cpu" in text
+    assert "Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch 2.13.0 · triton 3.7.1" in text
+    assert "Recorded on Test CPU (2 cores)" in text
+    assert 'href="../outputs/cpu/demo/hello/manifest.json">record</a>' in text
+    assert "Stale record" not in text
+    assert state.lacking == set() and mkdocs_hooks.lacking_note(state) == ""
+
+
+def test_output_of_one_section_in_a_language_per_device(tree):
+    write_record(tree, "cuda", stdout="x = 1\n")
+    write_record(tree, "cpu", stdout="y = 2\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main lang=cuda:python,cpu:cpp -->\n")
+    assert "```python\n    x = 1" in text and "```cpp\n    y = 2" in text
+
+
+def test_output_with_no_record_on_any_device_fails_naming_the_command(tree):
+    error = failure(tree, f"<!-- md:output {SNIPPET} -->\n")
+    assert "has no record on any device" in error and REMAKE_CPU in error
+
+
+def test_a_stale_record_shows_the_warning_with_the_remake_command(tree):
+    write_record(tree, "cpu", source="print('an older version')\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET} -->\n")
+    assert '!!! warning "Stale record"' in text
+    assert f"Remake it with `{REMAKE_CPU}`." in text
+    value = expand(tree, f"<!-- md:value {SNIPPET} n device=cpu -->")
+    assert "(stale)</span>" in value
+
+
+@pytest.mark.parametrize("markdown", [
+    f"<!-- md:output {SNIPPET} -->\n",
+    f"<!-- md:value {SNIPPET} n device=cpu -->",
+    f"<!-- md:hardware {SNIPPET} device=cpu -->",
+    f"<!-- md:compare {SNIPPET} timing.eager timing.compiled device=cpu -->",
+])
+def test_a_corrupt_manifest_fails_the_build_naming_the_file(tree, markdown):
+    write_record(tree, "cpu", manifest='{"snippet": "snippets/demo/hello.py", ')
+    with pytest.raises(PluginError) as error:
+        expand(tree, markdown)
+    message = str(error.value)
+    assert message.startswith("chapter.md: <!-- md:") and "outputs/cpu/demo/hello/manifest.json" in message
+    assert "not valid JSON" in message and "\n" not in message
+
+
+# ------------------------------------------------------------------------------------------------ md:figure
+
+
+def test_figure_needs_a_caption(tree):
+    write_record(tree, "cpu")
+    assert 'md:figure needs caption="' in failure(tree, f"<!-- md:figure {SNIPPET} graph -->\n")
+    assert 'md:figure needs caption="' in failure(tree, f'<!-- md:figure {SNIPPET} graph caption=" " -->\n')
+
+
+def test_figures_are_numbered_in_order_on_a_page_and_afresh_on_the_next(tree):
+    write_record(tree, "cpu")
+    markdown = (f'<!-- md:figure {SNIPPET} graph caption="The first." -->\n\ntext\n\n'
+                f'<!-- md:figure {SNIPPET} graph caption="The second & last." -->\n')
+    text = expand(tree, markdown)
+    first, second = text.index("<strong>Figure 1.</strong> The first."), text.index("<strong>Figure 2.</strong>")
+    assert first < second and "The second &amp; last." in text
+    assert text.count("```mermaid\nflowchart LR") == 2
+    assert 'class="mlc-alt">Computation graph (graph 1: sin).</p>' in text
+    assert "<strong>Figure 1.</strong>" in expand(tree, markdown)
+
+
+def test_a_figure_of_one_device_and_a_graph_under_a_dotted_key(tree):
+    results = dict(RESULTS, graphs={"compiled": {"fxgraph": "graph.fxgraph.txt", "graphs": 1}})
+    write_record(tree, "cuda", results=results)
+    write_record(tree, "cpu", results=results)
+    text = expand(tree, f'<!-- md:figure {SNIPPET} graphs.compiled device=cpu caption="One device." -->\n')
+    assert text.count("```mermaid") == 1 and "===" not in text, "one device's figure needs no tabs"
+    both = expand(tree, f'<!-- md:figure {SNIPPET} graphs.compiled caption="Both." -->\n')
+    assert both.count("```mermaid") == 2 and both.index('===! "CUDA"') < both.index('=== "CPU"')
+
+
+def test_a_figure_of_a_device_with_no_record_or_of_nothing_kept_fails(tree):
+    write_record(tree, "cpu")
+    error = failure(tree, f'<!-- md:figure {SNIPPET} graph device=cuda caption="x" -->\n')
+    assert "there is no CUDA record of demo/hello.py" in error and "md:recorded" in error
+    error = failure(tree, f'<!-- md:figure {SNIPPET} graphs.nothing caption="x" -->\n')
+    assert "graphs.nothing is not kept in the cpu record's results" in error
+    error = failure(tree, f'<!-- md:figure {SNIPPET} graph device=gpu caption="x" -->\n')
+    assert "device=gpu: expected cuda or cpu" in error
+
+
+def test_a_chart_figure_is_drawn_in_both_palettes_into_the_cache(tree, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(mkdocs_hooks, "FIGURE_CACHE", tmp_path / "figures")
+    write_record(tree, "cpu")
+    state = page(tree)
+    text = expand(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.eager,timing.compiled '
+                        f'labels=eager,compiled caption="Compiled takes a tenth." -->\n', state)
+    assert "#only-light" in text and "#only-dark" in text and 'src="../figures/' in text
+    assert sorted(Path(p).suffixes[-2] for p in state.drawn.values()) == [".dark", ".light"]
+    for site_path, cached in state.drawn.items():
+        assert site_path.startswith("figures/") and Path(cached).read_text().lstrip().startswith("<?xml")
+        assert Path(cached).parent == tmp_path / "figures"
+    assert "Bar chart (interquartile range shown): eager 100 µs; compiled 10 µs." in text
+
+
+def test_a_figure_that_cannot_be_drawn_fails_naming_the_record(tree, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(mkdocs_hooks, "FIGURE_CACHE", tmp_path / "figures")
+    write_record(tree, "cpu")
+    error = failure(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.nope caption="x" -->\n')
+    assert "the cpu record: 'timing.nope' is not in" in error
+
+
+# ----------------------------------------------------------------------------------------------- md:records
+
+
+def test_records_table_gives_each_state(tree):
+    (tree / "snippets" / "demo" / "other.py").write_text("print('never recorded')\n")
+    write_record(tree, "cpu", source="print('an older version')\n")
+    text = expand(tree, "<!-- md:records -->\n")
+    rows = text.strip().splitlines()
+    assert rows[0] == "| Snippet | CUDA | CPU |"
+    assert rows[2].startswith("| `demo/hello.py` | *missing* | **stale** · [2026-11-21](")
+    assert "Test CPU · torch 2.13.0 · 1.5 s |" in rows[2]
+    assert rows[3] == "| `demo/other.py` | *missing* | *missing* |"

@@ -1,23 +1,34 @@
-"""The committed records: well formed, naming real snippets, private to no machine, and fresh on CPU."""
+"""The record store (scripts/records.py): the committed records are well formed, name real snippets, hold
+nothing private and are fresh on CPU; and, on throw-away trees, the state words and the judging words."""
+
+from __future__ import annotations
 
 import getpass
+import hashlib
 import json
 import re
 import socket
 from pathlib import Path
 
 import pytest
-from harness import ROOT, SNIPPETS, all_snippets
-from records import OUTPUTS, RecordState, all_records, manifest_problems
-from regenerate import GENERIC_USERS, source_sha256
 
-RECORDS = all_records()
+from scripts import records
+from scripts.regenerate import GENERIC_USERS
+
+RECORDS = records.all_records()
 IDS = [f"{r.device}/{r.snippet}" for r in RECORDS]
+SNIPPETS = records.find_snippets()
+# Fields of a Chrome trace that name the machine or the path it was written to.
+TRACE_PRIVATE = {"host_name", "hostName", "traceName", "distributedInfo"}
+
+
+# ------------------------------------------------------------------------------------- committed records
 
 
 def private_patterns() -> list[re.Pattern]:
     """Text that must never reach a record: this machine's paths, user and host, raw temp paths."""
-    patterns = [re.escape(str(ROOT)), r"/home/\w", r"/Users/\w", r"(?<![\w<])/tmp/\w", r"/private/var/folders/"]
+    patterns = [re.escape(str(records.ROOT)), r"/home/\w", r"/Users/\w", r"/root/", r"(?<![\w<])/tmp/\w",
+                r"/private/var/folders/", r"/work/"]
     home = str(Path.home())
     if home not in ("/", ""):
         patterns.append(re.escape(home) + "/")
@@ -30,34 +41,59 @@ def private_patterns() -> list[re.Pattern]:
     return [re.compile(p) for p in patterns]
 
 
+def private_keys(value, where="") -> list[str]:
+    """The places of TRACE_PRIVATE fields at any depth of a JSON value."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in TRACE_PRIVATE:
+                found.append(f"{where}.{key}" if where else key)
+            found += private_keys(item, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += private_keys(item, f"{where}[{i}]")
+    return found
+
+
 def test_records_exist():
-    assert RECORDS, f"no records under {OUTPUTS}: run python scripts/regenerate.py --device cpu"
+    assert RECORDS, f"no records under {records.OUTPUTS}: run {records.REMAKE} --device cpu"
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=IDS)
-def test_manifest_is_well_formed(record):
-    problems = manifest_problems(record)
-    assert not problems, "\n".join(problems)
-
-
-def test_a_corrupt_manifest_is_reported_by_file(tmp_path):
-    folder = tmp_path / "cpu" / "demo" / "hello"
-    folder.mkdir(parents=True)
-    (folder / "manifest.json").write_text('{"snippet": "snippets/demo/hello.py", ')  # cut off mid-write
-    problems = manifest_problems(RecordState("cpu", "demo/hello.py", folder), root=tmp_path)
-    assert problems == [problems[0]] and problems[0].startswith("cpu/demo/hello/manifest.json is not valid JSON")
+def test_committed_record_is_well_formed(record):
+    manifest = record.manifest  # CorruptRecord, naming the file, when it cannot be read
+    where = record.where("manifest.json")
+    env = manifest["environment"]
+    assert manifest["snippet"] == f"snippets/{record.snippet}", f"{where} names {manifest['snippet']}"
+    assert manifest["device"] == record.device, f"{where} says device {manifest['device']}"
+    assert isinstance(manifest["sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", manifest["sha256"]), (
+        f"{where}: sha256 is not a hex digest"
+    )
+    assert manifest["exit_status"] == 0, f"{where} records a failed run"
+    assert isinstance(manifest["duration_s"], (int, float)) and manifest["duration_s"] >= 0, f"{where}: no duration"
+    assert isinstance(env, dict) and env.get("torch"), f"{where} does not name its torch version"
+    assert record.device != "cuda" or env.get("gpu"), f"{where} is a CUDA record naming no GPU"
+    for name in (records.STDOUT, records.SECTIONS):
+        assert (record.folder / name).is_file(), f"{record.where(name)} is missing"
+    assert isinstance(record.sections, dict), f"{record.where(records.SECTIONS)} is not a JSON object"
+    assert isinstance(record.results, dict), f"{record.where('files/results.json')} is not a JSON object"
+    for kept in record.files.glob("*.json"):
+        try:
+            json.loads(kept.read_text())
+        except ValueError as error:
+            pytest.fail(f"{record.where('files/' + kept.name)} is not valid JSON ({error})")
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=IDS)
-def test_record_names_an_existing_snippet(record):
-    assert (SNIPPETS / record.snippet).is_file(), (
-        f"docs/outputs/{record.device}/{record.snippet[:-3]} records snippets/{record.snippet}, which does not "
-        f"exist: delete the record or restore the snippet"
+def test_committed_record_names_an_existing_snippet(record):
+    assert (records.SNIPPETS / record.snippet).is_file(), (
+        f"{record.where()} records snippets/{record.snippet}, which does not exist: delete the record or "
+        f"restore the snippet"
     )
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=IDS)
-def test_record_holds_nothing_private(record):
+def test_committed_record_holds_nothing_private(record):
     patterns = private_patterns()
     for path in sorted(record.folder.rglob("*")):
         if not path.is_file():
@@ -66,19 +102,197 @@ def test_record_holds_nothing_private(record):
             text = path.read_text()
         except UnicodeDecodeError:
             continue
+        shown = record.where(path.relative_to(record.folder).as_posix())
         for pattern in patterns:
             match = pattern.search(text)
-            assert not match, f"{path.relative_to(ROOT)} holds private text {match.group(0)!r}"
+            assert not match, f"{shown} holds private text {match.group(0)!r}"
+        if path.name.endswith(".trace.json"):
+            fields = private_keys(json.loads(text))
+            assert not fields, f"{shown} keeps the profiler's machine fields {fields}"
 
 
-@pytest.mark.parametrize("snippet", all_snippets())
+@pytest.mark.parametrize("snippet", SNIPPETS)
 def test_every_snippet_has_a_fresh_cpu_record(snippet):
-    record = OUTPUTS / "cpu" / snippet[:-3]
-    assert (record / "manifest.json").exists(), (
-        f"snippets/{snippet} has no CPU record: python scripts/regenerate.py --device cpu --only {snippet}"
+    state = records.record(snippet, "cpu").state
+    assert state == "fresh", (
+        f"the CPU record of snippets/{snippet} is {state}: remake it with "
+        f"{records.remake_hint(snippet, 'cpu')}"
     )
-    manifest = json.loads((record / "manifest.json").read_text())
-    assert manifest["sha256"] == source_sha256(SNIPPETS / snippet), (
-        f"the CPU record of snippets/{snippet} is stale (the snippet changed since): "
-        f"python scripts/regenerate.py --device cpu --only {snippet}"
+
+
+def test_the_remake_hint_is_a_command_that_works_as_written():
+    assert records.remake_hint("x/y.py", "cpu") == ".venv/bin/python -m scripts.regenerate --device cpu --only x/y.py"
+
+
+# ----------------------------------------------------------------------------------------- on tmp trees
+
+
+SOURCE = "print('hi')\n"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "snippets" / "demo").mkdir(parents=True)
+    (tmp_path / "snippets" / "demo" / "hello.py").write_text(SOURCE)
+    return tmp_path
+
+
+def manifest(source=SOURCE, **changes) -> dict:
+    return {"snippet": "snippets/demo/hello.py", "sha256": hashlib.sha256(source.encode()).hexdigest(),
+            "device": "cpu", "command": "python scripts/runner.py snippets/demo/hello.py <record>", "exit_status": 0,
+            "duration_s": 0.1, "date": "2026-11-21T12:00:00+00:00",
+            "environment": {"torch": "2.13.0", "python": "3.11.7", "cpu": "Test CPU", "cpu_count": 2}, **changes}
+
+
+def write_record(folder: Path, content) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.json").write_text(content if isinstance(content, str) else json.dumps(content))
+    (folder / "stdout.txt").write_text("hi\n")
+    (folder / "sections.json").write_text('{"": "hi\\n"}')
+    return folder
+
+
+def state(tree) -> str:
+    return records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets").state
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"snippet": "snippets/demo/hello.py", ', "is not valid JSON"),
+    ("[1, 2]", "is not a JSON object"),
+    (json.dumps({k: v for k, v in manifest().items() if k not in ("sha256", "date")}), "lacks sha256, date"),
+])
+def test_a_corrupt_manifest_raises_naming_the_file(tree, content, message):
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", content)
+    record = records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets")
+    with pytest.raises(records.CorruptRecord) as error:
+        _ = record.manifest
+    assert "outputs/cpu/demo/hello/manifest.json " in str(error.value)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert record.state == "corrupt"
+
+
+def test_a_record_without_a_manifest_is_missing_and_reading_it_names_the_file(tree):
+    record = records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets")
+    assert record.state == "missing" and not record.exists
+    with pytest.raises(records.CorruptRecord, match=r"manifest.json does not exist"):
+        _ = record.manifest
+
+
+def test_a_corrupt_results_file_raises_naming_the_file(tree):
+    folder = write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest())
+    (folder / "files").mkdir()
+    (folder / "files" / "results.json").write_text("{")
+    with pytest.raises(records.CorruptRecord, match=r"files/results.json is not valid JSON"):
+        _ = records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets").results
+
+
+def test_state_fresh_and_stale(tree):
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest())
+    assert state(tree) == "fresh"
+    (tree / "snippets" / "demo" / "hello.py").write_text("print('edited since')\n")
+    assert state(tree) == "stale"
+
+
+def test_state_of_a_record_whose_snippet_is_gone_is_stale(tree):
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest())
+    (tree / "snippets" / "demo" / "hello.py").unlink()
+    assert state(tree) == "stale"
+
+
+def test_state_failed_when_the_record_has_a_failing_exit_status(tree):
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest(exit_status=1))
+    assert state(tree) == "failed"
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest(exit_status=None))  # timed out
+    assert state(tree) == "failed"
+
+
+def test_state_failed_when_a_failed_run_of_the_current_source_is_kept(tree, monkeypatch):
+    # The kept failures live beside the outputs (.cache/regenerate/failed/ in the repository).
+    monkeypatch.setattr(records, "OUTPUTS", tree / "outputs")
+    monkeypatch.setattr(records, "FAILED", tree / "failed")
+    kept = tree / "failed" / "cpu" / "demo" / "hello"
+    write_record(kept, manifest(exit_status=1))
+    assert state(tree) == "failed", "a failed run and no record"
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest("print('an older version')\n"))
+    assert state(tree) == "failed", "a failed run of the current source over an older record"
+    (tree / "snippets" / "demo" / "hello.py").write_text("print('edited after the failure')\n")
+    assert state(tree) == "stale", "a failure of an older source says nothing about the current one"
+
+
+def test_state_words_are_the_documented_ones():
+    assert records.STATES == ("fresh", "stale", "failed", "corrupt", "missing")
+
+
+def test_find_records_skips_hidden_folders_of_a_run_in_progress(tree):
+    write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest())
+    write_record(tree / "outputs" / "cpu" / "demo" / ".hello.new-123", manifest())
+    write_record(tree / "outputs" / "cpu" / "demo" / ".hello.old-123", manifest())
+    found = records.find_records("cpu", tree / "outputs", tree / "snippets")
+    assert [(r.snippet, r.device) for r in found] == [("demo/hello.py", "cpu")]
+    assert records.find_records("cuda", tree / "outputs") == []
+
+
+def test_find_snippets_skips_helpers(tree):
+    (tree / "snippets" / "demo" / "_helper.py").write_text("")
+    (tree / "snippets" / "demo" / "__pycache__").mkdir()
+    (tree / "snippets" / "demo" / "__pycache__" / "x.py").write_text("")
+    assert records.find_snippets(tree / "snippets") == ["demo/hello.py"]
+
+
+def test_value_reads_dotted_keys_and_names_what_is_missing(tree):
+    folder = write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest())
+    (folder / "files").mkdir()
+    (folder / "files" / "results.json").write_text(json.dumps({"timing": {"eager": {"median_us": 5}}, "xs": [1, 2]}))
+    record = records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets")
+    assert record.value("timing.eager.median_us") == 5 and record.value("xs.1") == 2
+    for key in ("timing.compiled", "xs.2", "xs.a"):
+        with pytest.raises(KeyError, match=re.escape(f"'{key}' is not in ")):
+            record.value(key)
+
+
+def test_provenance_names_hardware_versions_and_date(tree):
+    cpu = records.Record("demo/hello.py", "cpu", write_record(tree / "o" / "cpu" / "demo" / "hello", manifest()))
+    assert cpu.provenance() == "Recorded on Test CPU (2 cores) · torch 2.13.0 · Python 3.11.7 · 2026-11-21"
+    env = dict(manifest()["environment"], gpu="NVIDIA H200", cuda="12.8", driver="570.1", triton="3.7.1")
+    cuda = records.Record("demo/hello.py", "cuda",
+                          write_record(tree / "o" / "cuda" / "demo" / "hello", manifest(environment=env)))
+    assert cuda.hardware == "NVIDIA H200"
+    assert cuda.provenance().startswith(
+        "Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch 2.13.0 · triton 3.7.1 · Python 3.11.7"
     )
+
+
+# --------------------------------------------------------------------------------------------- judging words
+
+
+def t(median, q1=None, q3=None, iqr=None):
+    timing = {"median_us": median}
+    if q1 is not None:
+        timing.update(q1_us=q1, q3_us=q3)
+    if iqr is not None:
+        timing["iqr_us"] = iqr
+    return timing
+
+
+@pytest.mark.parametrize("a, b, words", [
+    (t(100, 90, 110), t(95, 85, 105), "about the same"),
+    (t(100, 90, 110), t(105, 99, 111), "about the same"),
+    (t(100, 95, 110), t(100, 100, 100), "about the same"),
+    (t(189, 185, 193), t(100, 98, 102), "1.9× faster"),  # a ratio of 1.89 whose band excludes 1
+    (t(100, 99, 101), t(50, 49, 51), "2.0× faster"),
+    (t(100, 99, 101), t(200, 199, 201), "2.0× slower"),
+    (t(1000, 990, 1010), t(10, 9.9, 10.1), "100× faster"),
+    (t(100, 99, 101), t(10, 9.9, 10.1), "10× faster"),
+    (t(100, iqr=4), t(50, iqr=2), "2.0× faster"),  # only an IQR: quartiles at median ± IQR/2
+    (t(100, iqr=80), t(70, iqr=80), "about the same"),
+])
+def test_judge(a, b, words):
+    assert records.judge(a, b) == words
+
+
+def test_judge_is_about_the_same_exactly_when_the_band_holds_one():
+    a = t(100, 90, 110)
+    ratio, lo, hi = records.timing_band(a, t(80, 75, 90))
+    assert (round(ratio, 6), round(lo, 6), round(hi, 6)) == (1.25, 1.0, round(110 / 75, 6))
+    assert records.judge(a, t(80, 75, 90)) == "about the same"  # the band touches 1
+    assert records.judge(a, t(80, 75, 89.9)) == "1.2× faster"

@@ -1,77 +1,161 @@
-"""scripts/regenerate.py on a throw-away tree of tiny snippets: freshness, atomicity, archives, bad input."""
+"""scripts/regenerate.py (`python -m scripts.regenerate`) on a throw-away tree of tiny snippets: recording,
+scrubbing, freshness, atomicity, compiler caches, --list, archives and bad input."""
 
+from __future__ import annotations
+
+import hashlib
+import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
 import time
+from pathlib import Path
 
 import pytest
-from harness import ROOT
-from regenerate import cuda_available, recover
 
-SCRIPT = ROOT / "scripts" / "regenerate.py"
+from scripts import records
+from scripts.regenerate import cuda_available, recover
+
+ROOT = records.ROOT
 
 HELLO = """\
-import os, pathlib
 # --8<-- [start:greet]
 print("hello from", __file__)
 # --8<-- [end:greet]
 print("object at 0x7f3a2b4c5d6e")
-pathlib.Path(os.environ["SNIPPET_OUTPUT_DIR"], "results.json").write_text('{"answer": 42}')
+results = {"answer": 42}
+"""
+
+# What the snippet's process sees of its compiler caches, as digests: the paths themselves are scrubbed.
+CACHES = """\
+import hashlib, os
+def digest(name):
+    return hashlib.sha256(os.environ[name].encode()).hexdigest()
+results = {"inductor": digest("TORCHINDUCTOR_CACHE_DIR"), "triton": digest("TRITON_CACHE_DIR"),
+           "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+           "interpret": os.environ.get("TRITON_INTERPRET")}
+"""
+
+# Writes its pid into its working folder (the record's files/), then waits to be stopped.
+SLOW = """\
+import os, time
+print("new output", flush=True)
+with open("pid.tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename("pid.tmp", "pid")
+time.sleep(600)
 """
 
 
 @pytest.fixture
 def tree(tmp_path):
-    """A project-like layout: snippets/demo/hello.py, and empty outputs and failed folders."""
+    """A project-like layout: snippets/demo/hello.py; outputs/ and failed/ made by the recorder."""
     (tmp_path / "snippets" / "demo").mkdir(parents=True)
     (tmp_path / "snippets" / "demo" / "hello.py").write_text(HELLO)
     return tmp_path
 
 
-def regenerate(tree, *args, popen=None):
-    command = [
-        sys.executable, str(SCRIPT), "--device", "cpu",
+def command(tree, *args, device="cpu", python=sys.executable):
+    return [
+        python, "-m", "scripts.regenerate", *(["--device", device] if device else []),
         "--snippets-dir", str(tree / "snippets"), "--outputs-dir", str(tree / "outputs"),
         "--failed-dir", str(tree / "failed"), *args,
     ]
-    if popen:
-        return subprocess.Popen(command, text=True, **popen)
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
-def record(tree, name="demo/hello"):
-    return tree / "outputs" / "cpu" / name
+def regenerate(tree, *args, device="cpu", env=None, popen=None):
+    if popen is not None:
+        return subprocess.Popen(command(tree, *args, device=device), cwd=ROOT, text=True, env=env, **popen)
+    return subprocess.run(command(tree, *args, device=device), cwd=ROOT, capture_output=True, text=True,
+                          timeout=180, env=env)
+
+
+def record(tree, name="demo/hello", device="cpu"):
+    return tree / "outputs" / device / name
 
 
 def summary(result):
     return result.stdout.strip().splitlines()[-1]
 
 
-def test_records_stdout_sections_files_and_manifest(tree):
+def listed(result) -> dict[str, str]:
+    """snippet -> state, from the lines of `--list` between its header and its count line."""
+    lines = result.stdout.strip().splitlines()
+    return {line.split()[1]: line.split()[0] for line in lines[1:-1]}
+
+
+def write(tree, name, text):
+    path = tree / "snippets" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def bad(result, message):
+    """A usage error: exit status 2 and one line on stderr naming the problem."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("regenerate: error:") and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    return True
+
+
+def wait_for(path: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path} never appeared: the slow snippet never started"
+
+
+def gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ------------------------------------------------------------------------------------------------ recording
+
+
+def test_records_stdout_sections_results_and_manifest(tree):
     result = regenerate(tree)
     assert result.returncode == 0, result.stderr
     assert summary(result).startswith("regenerate (cpu): 1 ran, 0 fresh, 0 failed")
     folder = record(tree)
     manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(records.MANIFEST_KEYS) <= set(manifest)
     assert manifest["snippet"] == "snippets/demo/hello.py" and manifest["exit_status"] == 0
+    assert manifest["sha256"] == hashlib.sha256(HELLO.encode()).hexdigest()
     assert manifest["device"] == "cpu" and manifest["environment"]["python"]
     assert manifest["files"] == ["results.json"]
     assert json.loads((folder / "files" / "results.json").read_text()) == {"answer": 42}
     sections = json.loads((folder / "sections.json").read_text())
-    assert sections["greet"].startswith("hello from")
+    assert sections["greet"].startswith("hello from") and "object at" not in sections["greet"]
     assert "object at" in sections[""]
+    assert records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets").state == "fresh"
+    assert not [p for p in (tree / "outputs").rglob(".*") if p.name != ".lock"], "a hidden folder was left behind"
 
 
 def test_private_text_is_scrubbed(tree):
+    host = socket.gethostname()
+    write(tree, "demo/hello.py", HELLO + "import socket\nprint('host', socket.gethostname())\n")
     assert regenerate(tree).returncode == 0
     stdout = (record(tree) / "stdout.txt").read_text()
     assert str(tree) not in stdout and "/tmp/" not in stdout
     assert stdout.startswith("hello from <tmp>/") and "snippets/demo/hello.py\n" in stdout
     assert "object at 0x<addr>" in stdout
+    if len(host) >= 3:
+        assert host not in stdout and "host <host>" in stdout
+    sections = (record(tree) / "sections.json").read_text()
+    assert str(tree) not in sections and "<tmp>/" in sections
 
 
 def test_fresh_records_are_skipped_until_forced_or_edited(tree):
@@ -79,58 +163,105 @@ def test_fresh_records_are_skipped_until_forced_or_edited(tree):
     again = regenerate(tree)
     assert "fresh   demo/hello.py" in again.stdout
     assert summary(again).startswith("regenerate (cpu): 0 ran, 1 fresh, 0 failed")
-    assert summary(regenerate(tree, "--force")).startswith("regenerate (cpu): 1 ran")
-    (tree / "snippets" / "demo" / "hello.py").write_text(HELLO + "print('edited')\n")
-    listed = regenerate(tree, "--list")
-    assert listed.stdout.split() == ["stale", "demo/hello.py"]
+    assert summary(regenerate(tree, "--force")).startswith("regenerate (cpu): 1 ran, 0 fresh")
+    write(tree, "demo/hello.py", HELLO + "print('edited')\n")
+    assert listed(regenerate(tree, "--list")) == {"demo/hello.py": "stale"}
     assert summary(regenerate(tree)).startswith("regenerate (cpu): 1 ran")
+    assert (record(tree) / "stdout.txt").read_text().endswith("edited\n")
 
 
 def test_a_failing_snippet_keeps_the_old_record_and_its_output(tree):
     assert regenerate(tree).returncode == 0
-    before = (record(tree) / "manifest.json").read_text()
-    (tree / "snippets" / "demo" / "hello.py").write_text("print('partial')\nraise SystemExit('broken on purpose')\n")
+    before = {p.name: p.read_bytes() for p in record(tree).iterdir() if p.is_file()}
+    write(tree, "demo/hello.py", "print('partial')\nraise SystemExit('broken on purpose')\n")
     result = regenerate(tree)
     assert result.returncode == 1
     assert "FAILED  demo/hello.py" in result.stdout and "broken on purpose" in result.stdout
     assert summary(result).startswith("regenerate (cpu): 0 ran, 0 fresh, 1 failed")
-    assert (record(tree) / "manifest.json").read_text() == before
-    assert (tree / "failed" / "cpu" / "demo" / "hello" / "stdout.txt").read_text() == "partial\n"
+    assert {p.name: p.read_bytes() for p in record(tree).iterdir() if p.is_file()} == before
+    kept = tree / "failed" / "cpu" / "demo" / "hello"
+    assert (kept / "stdout.txt").read_text() == "partial\n"
+    assert "broken on purpose" in (kept / "stderr.txt").read_text()
+    assert json.loads((kept / "manifest.json").read_text())["exit_status"] == 1
+    # The record is still the old one, but the snippet as it is now failed: --list says so.
+    assert listed(regenerate(tree, "--list")) == {"demo/hello.py": "failed"}
+
+
+def test_a_failing_snippet_with_no_record_is_listed_as_failed(tree):
+    write(tree, "demo/hello.py", "raise SystemExit('broken on purpose')\n")
+    assert regenerate(tree).returncode == 1
+    assert not record(tree).exists()
+    assert listed(regenerate(tree, "--list")) == {"demo/hello.py": "failed"}
+
+
+def test_a_success_clears_the_kept_failure(tree):
+    write(tree, "demo/hello.py", "raise SystemExit('broken on purpose')\n")
+    assert regenerate(tree).returncode == 1
+    assert (tree / "failed" / "cpu" / "demo" / "hello").exists()
+    write(tree, "demo/hello.py", HELLO)
+    assert regenerate(tree).returncode == 0
+    assert not (tree / "failed" / "cpu" / "demo" / "hello").exists()
+    assert listed(regenerate(tree, "--list")) == {"demo/hello.py": "fresh"}
 
 
 def test_a_hanging_snippet_times_out_and_the_others_go_on(tree):
-    (tree / "snippets" / "demo" / "hang.py").write_text("import time\nprint('waiting', flush=True)\ntime.sleep(600)\n")
+    write(tree, "demo/hang.py", "import time\nprint('waiting', flush=True)\ntime.sleep(600)\n")
     result = regenerate(tree, "--timeout", "2")
     assert result.returncode == 1
     assert "timed out after 2 s" in result.stdout
     assert summary(result).startswith("regenerate (cpu): 1 ran, 0 fresh, 1 failed")
     assert (record(tree) / "manifest.json").exists()
     assert not record(tree, "demo/hang").exists()
+    assert (tree / "failed" / "cpu" / "demo" / "hang" / "stdout.txt").read_text() == "waiting\n"
 
 
 def test_a_killed_run_leaves_the_old_record(tree):
     assert regenerate(tree).returncode == 0
     before = (record(tree) / "stdout.txt").read_text()
-    slow = 'import os, time\nprint("new output", flush=True)\n' \
-           'open(os.environ["SNIPPET_OUTPUT_DIR"] + "/pid", "w").write(str(os.getpid()))\ntime.sleep(600)\n'
-    (tree / "snippets" / "demo" / "hello.py").write_text(slow)
+    write(tree, "demo/hello.py", SLOW)
     process = regenerate(tree, popen=dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     pid_file = record(tree).parent / f".hello.new-{process.pid}" / "files" / "pid"
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert pid_file.exists(), "the slow snippet never started"
-    while not pid_file.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.kill()  # SIGKILL: no chance to clean up
-    process.wait()
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    try:
+        wait_for(pid_file)
+    finally:
+        process.kill()  # SIGKILL: no chance to clean up
+        process.wait()
+    snippet_pid = int(pid_file.read_text())
+    os.kill(snippet_pid, signal.SIGKILL)  # in a session of its own, so it outlives the recorder
     assert (record(tree) / "stdout.txt").read_text() == before
+    assert records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets").state == "stale"
     # The next run clears the half-made folder and records the new version.
-    (tree / "snippets" / "demo" / "hello.py").write_text(HELLO + "print('next')\n")
+    write(tree, "demo/hello.py", HELLO + "print('next')\n")
     assert regenerate(tree).returncode == 0
     assert not pid_file.parent.parent.exists()
     assert (record(tree) / "stdout.txt").read_text().endswith("next\n")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_sigterm_stops_like_ctrl_c(tree, stop):
+    assert regenerate(tree).returncode == 0
+    before = (record(tree) / "stdout.txt").read_text()
+    write(tree, "demo/hello.py", SLOW)
+    # As in a terminal, whatever this test runs under: Python ignores Ctrl-C if it starts with SIGINT ignored.
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    process = regenerate(tree, popen=dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint))
+    pid_file = record(tree).parent / f".hello.new-{process.pid}" / "files" / "pid"
+    try:
+        wait_for(pid_file)
+        snippet_pid = int(pid_file.read_text())
+        process.send_signal(stop)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == [
+        "regenerate: interrupted; records already replaced stay, the others are as they were"
+    ]
+    assert gone(snippet_pid), "the snippet outlived the recorder"
+    assert (record(tree) / "stdout.txt").read_text() == before
+    assert not pid_file.parent.parent.exists(), "the half-made record was left behind"
 
 
 def test_recover_puts_back_a_record_caught_between_the_two_renames(tmp_path):
@@ -143,29 +274,122 @@ def test_recover_puts_back_a_record_caught_between_the_two_renames(tmp_path):
     assert sorted(p.name for p in (device / "demo").iterdir()) == ["hello"]
 
 
-def test_archive_round_trip(tree):
-    archive = tree / "records.tar.gz"
-    result = regenerate(tree, "--archive", str(archive))
-    assert result.returncode == 0 and "packed 1 cpu records" in result.stdout
-    with tarfile.open(archive) as tar:
-        assert "cpu/demo/hello/manifest.json" in tar.getnames()
-    elsewhere = tree / "unpacked"
-    unpacked = subprocess.run(
-        [sys.executable, str(SCRIPT), "--unpack", str(archive), "--outputs-dir", str(elsewhere)],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert unpacked.returncode == 0, unpacked.stderr
-    for original in sorted(record(tree).rglob("*")):
-        copy = elsewhere / original.relative_to(tree / "outputs")
-        assert copy.exists() and (original.is_dir() or copy.read_bytes() == original.read_bytes())
-    assert not [p for p in elsewhere.rglob(".*")], "unpacking left hidden folders behind"
+def test_each_snippet_gets_compiler_caches_of_its_own(tree):
+    write(tree, "demo/hello.py", CACHES)
+    write(tree, "demo/other.py", CACHES)
+    caller = {"TORCHINDUCTOR_CACHE_DIR": str(tree / "caller-inductor"), "TRITON_CACHE_DIR": str(tree / "caller-triton")}
+    result = regenerate(tree, env=dict(os.environ, **caller))
+    assert result.returncode == 0, result.stdout + result.stderr
+    one = json.loads((record(tree) / "files" / "results.json").read_text())
+    two = json.loads((record(tree, "demo/other") / "files" / "results.json").read_text())
+    for name, key in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton")):
+        assert one[key] != two[key], f"two snippets shared {name}"
+        assert hashlib.sha256(caller[name].encode()).hexdigest() not in (one[key], two[key]), (
+            f"a snippet used the caller's {name}"
+        )
+    assert one["inductor"] != one["triton"]
+    # On CPU no GPU is visible and Triton kernels run in Triton's interpreter; the manifest says so.
+    assert (one["cuda_visible"], one["interpret"]) == ("", "1")
+    manifest = json.loads((record(tree) / "manifest.json").read_text())
+    assert manifest["env_overrides"] == {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
 
 
-def bad(result, message):
+# ---------------------------------------------------------------------------------------------------- --list
+
+
+def test_list_names_the_device_tells_each_state_apart_and_counts(tree):
+    for name in ("fresh", "stale", "corrupt", "failed"):
+        write(tree, f"demo/{name}.py", f"print({name!r})\n")
+    assert regenerate(tree).returncode == 0
+    write(tree, "demo/stale.py", "print('edited since')\n")
+    (record(tree, "demo/corrupt") / "manifest.json").write_text('{"snippet": "snippets/demo/corrupt.py", ')
+    manifest = record(tree, "demo/failed") / "manifest.json"
+    manifest.write_text(json.dumps(dict(json.loads(manifest.read_text()), exit_status=1)))
+    write(tree, "demo/missing.py", "print('never recorded')\n")
+
+    result = regenerate(tree, "--list")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("CPU records under ") and lines[0].endswith("/cpu/:")
+    assert listed(result) == {"demo/corrupt.py": "corrupt", "demo/failed.py": "failed", "demo/fresh.py": "fresh",
+                              "demo/hello.py": "fresh", "demo/missing.py": "missing", "demo/stale.py": "stale"}
+    assert lines[-1] == "CPU: 6 snippets: 2 fresh, 1 stale, 1 failed, 1 corrupt, 1 missing"
+    assert not (tree / "outputs" / "cpu" / "demo" / "missing").exists(), "--list ran a snippet"
+
+
+def test_list_of_cuda_records_needs_no_gpu(tree):
+    result = regenerate(tree, "--list", device="cuda")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines() == [
+        f"CUDA records under {tree / 'outputs'}/cuda/:",
+        "  missing  demo/hello.py",
+        "CUDA: 1 snippets: 1 missing",
+    ]
+
+
+def test_list_into_a_closed_pipe_ends_quietly(tree):
+    # Far more than a pipe (64 KiB) and Python's buffer hold, so the recorder is still writing when the reader
+    # goes away: 600 lines of over 200 characters.
+    (tree / "snippets" / "many").mkdir()
+    for i in range(600):
+        (tree / "snippets" / "many" / f"{'a_long_name_' * 16}{i:04}.py").touch()
+    process = regenerate(tree, "--list", popen=dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    first = process.stdout.readline()  # `| head -1`
+    process.stdout.close()
+    err = process.stderr.read()
+    process.wait(timeout=60)
+    assert first.startswith("CPU records under")
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert process.returncode == 0
+
+
+# ------------------------------------------------------------------------------------------------ arguments
+
+
+def test_help_shows_the_examples():
+    result = subprocess.run([sys.executable, "-m", "scripts.regenerate", "--help"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert "examples:" in result.stdout
+    examples = [line.strip() for line in result.stdout.split("examples:", 1)[1].splitlines()
+                if line.strip().startswith("python -m scripts.regenerate ")]
+    for flag in ("--device cpu", "--list --device cuda", "--archive", "--unpack", "--only", "--force"):
+        assert any(flag in example for example in examples), f"no example uses {flag}"
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "soon"])
+def test_a_timeout_that_is_not_positive_is_refused(tree, seconds):
+    result = regenerate(tree, "--timeout", seconds)
     assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("regenerate: error:") and message in lines[0], result.stderr
-    return True
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "--timeout" in errors[0], result.stderr
+    assert not (tree / "outputs").exists()
+
+
+@pytest.mark.parametrize("flags, names", [
+    (["--list", "--unpack", "x.tar.gz"], "--unpack"),
+    (["--list", "--archive", "x.tar.gz"], "--archive"),
+])
+def test_flags_that_make_no_sense_together_get_one_clear_error(tree, flags, names):
+    result = regenerate(tree, *flags, device=None)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and names in errors[0], result.stderr
+    assert not (tree / "outputs").exists() and not (tree / "x.tar.gz").exists()
+
+
+def test_a_python_without_torch_gets_one_line_saying_what_to_do(tree):
+    python = getattr(sys, "_base_executable", None) or "python3"
+    has_torch = "import importlib.util as u; print(u.find_spec('torch') is not None)"
+    probe = subprocess.run([python, "-s", "-E", "-c", has_torch], capture_output=True, text=True, timeout=60)
+    if probe.stdout.strip() != "False":
+        pytest.skip(f"{python} has torch, so the refusal cannot be shown with it")
+    result = subprocess.run([python, "-s", "-E", *command(tree)[1:]], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert bad(result, "has no torch")
+    assert records.REMAKE in result.stderr
+    assert not (tree / "outputs").exists()
 
 
 def test_an_only_that_matches_nothing_is_refused(tree):
@@ -176,9 +400,7 @@ def test_an_only_that_matches_nothing_is_refused(tree):
 def test_cuda_without_cuda_is_refused(tree):
     if cuda_available():
         pytest.skip("this machine has CUDA, so the refusal cannot be shown here")
-    command = [sys.executable, str(SCRIPT), "--device", "cuda", "--snippets-dir", str(tree / "snippets"),
-               "--outputs-dir", str(tree / "outputs")]
-    assert bad(subprocess.run(command, capture_output=True, text=True, timeout=60), "--device cuda")
+    assert bad(regenerate(tree, device="cuda"), "--device cuda")
     assert not (tree / "outputs").exists()
 
 
@@ -188,13 +410,73 @@ def test_an_unwritable_output_folder_is_refused(tree):
     assert (tree / "outputs").read_text().startswith("a file")
 
 
-def test_a_bad_archive_is_refused(tree):
+# -------------------------------------------------------------------------------------------------- archives
+
+
+def test_archive_round_trip(tree):
+    archive = tree / "records.tar.gz"
+    result = regenerate(tree, "--archive", str(archive))
+    assert result.returncode == 0, result.stderr
+    assert "packed 1 cpu records" in result.stdout
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        assert "cpu/demo/hello/manifest.json" in names
+        assert not [n for n in names if "/." in n or n.startswith(".")], "hidden files were packed"
+        assert {(m.uid, m.gid, m.uname, m.gname) for m in tar.getmembers()} == {(0, 0, "", "")}
+    elsewhere = tree / "unpacked"
+    unpacked = subprocess.run(
+        [sys.executable, "-m", "scripts.regenerate", "--unpack", str(archive), "--outputs-dir", str(elsewhere)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert "unpacked 1 records" in unpacked.stdout
+    originals = sorted(record(tree).rglob("*"))
+    assert originals
+    for original in originals:
+        copy = elsewhere / original.relative_to(tree / "outputs")
+        assert copy.exists() and (original.is_dir() or copy.read_bytes() == original.read_bytes())
+    assert not list(elsewhere.rglob(".*")), "unpacking left hidden folders behind"
+    assert records.record("demo/hello.py", "cpu", elsewhere, tree / "snippets").state == "fresh"
+
+
+def unpack(tree, archive):
+    return subprocess.run(
+        [sys.executable, "-m", "scripts.regenerate", "--unpack", str(archive), "--outputs-dir", str(tree / "o")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.mark.parametrize("member", ["../escape.txt", "/abs/escape.txt", "gpu/demo/hello/manifest.json"])
+def test_an_archive_with_a_bad_member_is_refused(tree, member):
     evil = tree / "evil.tar.gz"
     with tarfile.open(evil, "w:gz") as tar:
-        payload = tree / "payload"
-        payload.write_text("x")
-        tar.add(payload, arcname="../escape.txt")
-    result = subprocess.run([sys.executable, str(SCRIPT), "--unpack", str(evil), "--outputs-dir", str(tree / "o")],
-                            capture_output=True, text=True, timeout=60)
-    assert bad(result, "refusing member '../escape.txt'")
-    assert not (tree / "escape.txt").exists()
+        info = tarfile.TarInfo(member)  # named as given: tar.add would drop a leading /
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    assert bad(unpack(tree, evil), f"refusing member {member!r}")
+    assert not (tree / "escape.txt").exists() and not (tree / "o" / "gpu").exists()
+
+
+def test_an_archive_with_a_link_is_refused(tree):
+    evil = tree / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        info = tarfile.TarInfo("cpu/demo/hello/stdout.txt")
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(info)
+    assert bad(unpack(tree, evil), "refusing member 'cpu/demo/hello/stdout.txt'")
+
+
+def test_an_archive_with_a_corrupt_record_is_refused_and_nothing_is_put_in_place(tree):
+    evil = tree / "evil.tar.gz"
+    manifest = tree / "manifest.json"
+    manifest.write_text('{"snippet": ')
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(manifest, arcname="cpu/demo/hello/manifest.json")
+    assert bad(unpack(tree, evil), "cpu/demo/hello")
+    assert not (tree / "o" / "cpu" / "demo" / "hello").exists()
+
+
+def test_a_file_that_is_not_an_archive_is_refused(tree):
+    junk = tree / "junk.tar.gz"
+    junk.write_text("not an archive")
+    assert bad(unpack(tree, junk), "cannot read archive")

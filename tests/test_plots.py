@@ -1,0 +1,161 @@
+"""scripts/plots.py: every kind of chart drawn from a throw-away record, in both palettes, byte for byte
+the same each time, with text colours readable on the site's backgrounds."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from scripts import plots, records  # noqa: E402
+
+
+def timing(median: float, spread: float = 0.05) -> dict:
+    return {"median_us": median, "iqr_us": 2 * spread * median, "q1_us": median * (1 - spread),
+            "q3_us": median * (1 + spread), "n": 25}
+
+
+SIZES = [64, 128, 256, 512, 1024]
+RESULTS = {
+    "timing": {"eager": timing(1200.0), "compiled": timing(300.0)},
+    "bandwidth": {"copy": 180.5, "fused": 150.25, "peak": 200},
+    "sweep": {"sizes": SIZES, "eager": [timing(10.0 * s) for s in SIZES],
+              "compiled": [timing(400.0 + 4.0 * s) for s in SIZES], "ratio": [0.5, 1, 2, 3, 4]},
+    "roofline": {"label": "Test GPU", "bandwidth_gbps": 3350, "peak_tflops": 989,
+                 "points": [{"label": "matmul", "intensity": 300, "tflops": 600, "measured": True},
+                            {"label": "softmax", "intensity": 0.5, "tflops": 1.5, "measured": False}]},
+}
+
+
+def trace(events) -> dict:
+    return {"traceEvents": [{"ph": "X", "pid": 1, "tid": 1, **e} for e in events]}
+
+
+EAGER = trace([
+    {"cat": "user_annotation", "name": "step", "ts": 1000, "dur": 100},
+    {"cat": "cpu_op", "name": "aten::sin", "ts": 1000, "dur": 40},
+    {"cat": "cpu_op", "name": "aten::empty", "ts": 1005, "dur": 5},  # inside sin: not a lane bar of its own
+    {"cat": "cpu_op", "name": "aten::cos", "ts": 1050, "dur": 40},
+    {"cat": "kernel", "name": "void at::native::sin_kernel<float>(float*)", "ts": 1010, "dur": 20},
+    {"cat": "kernel", "name": "cos_kernel", "ts": 1060, "dur": 20},
+])
+COMPILED = trace([
+    {"cat": "cpu_op", "name": "CompiledFunction", "ts": 500, "dur": 30},
+    {"cat": "kernel", "name": "triton_poi_fused_cos_sin_0", "ts": 510, "dur": 15},
+])
+
+KINDS = {
+    "timeline": ("timeline", {}),
+    "bars": ("speed", {"kind": "bars", "keys": "timing.eager,timing.compiled", "labels": "eager,compiled"}),
+    "bars of numbers": ("bw", {"kind": "bars", "keys": "bandwidth.copy,bandwidth.fused", "unit": "GB/s",
+                               "line": "bandwidth.peak", "line_label": "peak"}),
+    "speedup": ("speedup", {"kind": "speedup", "x": "sweep.sizes", "base": "sweep.eager", "other": "sweep.compiled",
+                            "xlabel": "elements"}),
+    "lines": ("sweep", {"kind": "lines", "x": "sweep.sizes", "series": "sweep.eager,sweep.compiled",
+                        "labels": "eager,compiled", "ylabel": "µs", "logy": "1"}),
+    "roofline": ("roof", {"kind": "roofline", "key": "roofline"}),
+}
+
+
+@pytest.fixture
+def record(tmp_path) -> records.Record:
+    folder = tmp_path / "outputs" / "cpu" / "demo" / "plot"
+    (folder / "files").mkdir(parents=True)
+    (folder / "files" / "results.json").write_text(json.dumps(RESULTS))
+    (folder / "files" / "traces.eager.trace.json").write_text(json.dumps(EAGER))
+    (folder / "files" / "traces.compiled.trace.json").write_text(json.dumps(COMPILED))
+    return records.Record("demo/plot.py", "cpu", folder, tmp_path / "snippets")
+
+
+@pytest.mark.parametrize("palette", list(plots.PALETTES))
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_kind_renders_in_each_palette(record, kind, palette):
+    name, options = KINDS[kind]
+    svg, alt = plots.render(record, name, dict(options), palette)
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and svg.rstrip().endswith("</svg>")
+    assert plots.PALETTES[palette]["fg"] in svg, "the palette's text colour is not used"
+    other = "dark" if palette == "light" else "light"
+    assert plots.PALETTES[other]["fg"] not in svg, "the other palette's text colour leaked in"
+    assert alt.endswith(".") and len(alt) > 20
+    assert "<dc:date>" not in svg and "Matplotlib v" not in svg
+
+
+def test_alt_texts_say_what_the_chart_shows(record):
+    alt = {kind: plots.render(record, name, dict(options), "light")[1] for kind, (name, options) in KINDS.items()}
+    assert alt["bars"] == "Bar chart (interquartile range shown): eager 1,200 µs; compiled 300 µs."
+    assert alt["bars of numbers"] == "Bar chart: copy 180 GB/s; fused 150 GB/s; dashed line: peak 200 GB/s."
+    assert alt["speedup"].startswith("Speedup against elements, from ") and "above 1× from 128" in alt["speedup"]
+    assert alt["lines"] == "Line chart of eager, compiled against x."
+    assert "Roofline of Test GPU: memory roof 3,350 GB/s, compute roof 989 TFLOP/s" in alt["roofline"]
+    assert alt["timeline"] == ("Timeline of the profiled call on one time axis "
+                               "(eager: 2 CPU calls, 2 GPU kernels, compiled: 1 CPU calls, 1 GPU kernels).")
+
+
+def test_the_timeline_puts_eager_first_and_keeps_outermost_cpu_calls(record):
+    assert [t.name for t in plots.traces(record)] == ["traces.eager.trace.json", "traces.compiled.trace.json"]
+    title, cpu, gpu, span = plots.trace_lanes(record.file("traces.eager.trace.json"))
+    assert title == "eager"
+    assert cpu == [(0, 40, "sin"), (50, 40, "cos")]
+    assert gpu == [(10, 20, "sin_kernel"), (60, 20, "cos_kernel")]
+    assert span == 90
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_same_record_gives_the_same_bytes(record, kind):
+    name, options = KINDS[kind]
+    for palette in plots.PALETTES:
+        first = plots.render(record, name, dict(options), palette)
+        assert plots.render(record, name, dict(options), palette) == first
+
+
+def luminance(colour: str) -> float:
+    channels = [int(colour.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: str, b: str) -> float:
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_contrast_of_a_known_pair():
+    assert round(contrast("#000000", "#ffffff"), 2) == 21.0
+    assert round(contrast("#777777", "#ffffff"), 2) == 4.48
+
+
+@pytest.mark.parametrize("palette, background", [("dark", "#1e2129"), ("light", "#ffffff")])
+def test_text_colours_reach_7_to_1_on_the_sites_background(palette, background):
+    for role in ("fg", "muted"):
+        colour = plots.PALETTES[palette][role]
+        assert contrast(colour, background) >= 7, (
+            f"{palette} {role} {colour} reaches only {contrast(colour, background):.2f}:1 on {background}"
+        )
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("speed", {"kind": "bars", "keys": "timing.nope"}, "'timing.nope' is not in "),
+    ("speed", {"kind": "bars"}, "needs keys="),
+    ("speed", {"kind": "bars", "keys": "timing.eager,timing.compiled", "labels": "one"},
+     "labels= names 1 items for 2 keys"),
+    ("speed", {"kind": "bars", "keys": "roofline"}, "each must be a timing dict or a number"),
+    ("speed", {"kind": "pie", "keys": "timing.eager"}, "kind=pie is not one of timeline, bars"),
+    ("speed", {"keys": "timing.eager"}, "kind=None is not one of"),
+    ("speedup", {"kind": "speedup", "x": "sweep.sizes", "base": "sweep.eager", "other": "sweep.ratio"},
+     "base and other must be lists of the same length"),
+    ("sweep", {"kind": "lines", "x": "sweep.sizes", "series": "sweep.missing"}, "'sweep.missing' is not in "),
+])
+def test_a_bad_option_raises_figure_error_with_a_message(record, name, options, message):
+    with pytest.raises(plots.FigureError) as error:
+        plots.render(record, name, options, "light")
+    assert message in str(error.value), str(error.value)
+
+
+def test_a_timeline_without_traces_says_what_to_store(record):
+    for trace_file in record.files.glob("*.trace.json"):
+        trace_file.unlink()
+    with pytest.raises(plots.FigureError, match=re.escape("kept no profiler trace")):
+        plots.render(record, "timeline", {}, "dark")
