@@ -330,7 +330,7 @@ def render_value(args: list[str], page: Page) -> str:
     try:
         value = record.value(key)
     except KeyError as error:
-        raise DirectiveError(str(error).strip("'\"")) from None
+        raise DirectiveError(error.args[0]) from None
     text = format_value(value, found)
     if found.get("unit"):
         text += ("" if found["unit"] == "%" else "\u202f") + found["unit"]
@@ -362,7 +362,7 @@ def render_compare(args: list[str], page: Page) -> str:
     try:
         a, b = record.value(key_a), record.value(key_b)
     except KeyError as error:
-        raise DirectiveError(str(error).strip("'\"")) from None
+        raise DirectiveError(error.args[0]) from None
     if not all(isinstance(t, dict) and "median_us" in t for t in (a, b)):
         raise DirectiveError(f"{key_a} and {key_b} must both be timings (dicts with median_us)")
     return inline_span(record, f"{key_b} against {key_a} from snippets/{snippet} (medians and IQRs)",

@@ -27,7 +27,7 @@ from scripts.records import Record
 PALETTES = {
     # Text colours reach at least 7:1 against Material's light (#fff) and slate (#1e2129) backgrounds.
     "light": {"fg": "#1f2330", "muted": "#4a5060", "grid": "#d5d8e0",
-              "series": ["#3949ab", "#d84315", "#00796b", "#8e24aa"]},
+              "series": ["#3949ab", "#bf360c", "#00796b", "#8e24aa"]},
     "dark": {"fg": "#eceff6", "muted": "#c3c8d6", "grid": "#474c59",
              "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"]},
 }
@@ -72,7 +72,7 @@ def value(record: Record, key: str):
     try:
         return record.value(key)
     except KeyError as error:
-        raise FigureError(str(error).strip("'\"")) from None
+        raise FigureError(error.args[0]) from None
 
 
 def keys(options: dict, name: str) -> list[str]:

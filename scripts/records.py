@@ -42,7 +42,7 @@ STDOUT, SECTIONS, FILES, RESULTS, MANIFEST = "stdout.txt", "sections.json", "fil
 REMAKE = ".venv/bin/python -m scripts.regenerate"
 
 
-class CorruptRecord(Exception):
+class CorruptRecord(ValueError):
     """A record whose manifest cannot be read; the message names the file."""
 
 
@@ -73,6 +73,7 @@ class Record:
     device: str
     folder: Path
     snippets: Path = SNIPPETS
+    failed: Path | None = None  # where the recorder keeps failed runs; FAILED for records under OUTPUTS
 
     # ------------------------------------------------------------------------------------------ manifest
 
@@ -126,8 +127,9 @@ class Record:
 
     def failed_run(self, sha: str | None = None) -> Path | None:
         """The kept output of a failed run of the snippet as it is now, if the recorder left one."""
-        if self.folder.is_relative_to(OUTPUTS):
-            kept = record_dir(self.snippet, self.device, FAILED)
+        failed = self.failed or (FAILED if self.folder.is_relative_to(OUTPUTS) else None)
+        if failed is not None:
+            kept = record_dir(self.snippet, self.device, failed)
             if sha is None:
                 source = self.snippets / self.snippet
                 sha = source_sha256(source) if source.exists() else None

@@ -320,7 +320,7 @@ def list_states(args, chosen: list[str]) -> int:
     counts = dict.fromkeys(records.STATES, 0)
     for snippet in chosen:
         state = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
-                               args.snippets_dir).state
+                               args.snippets_dir, args.failed_dir).state
         counts[state] += 1
         print(f"  {state:8} {snippet}")
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
@@ -346,7 +346,7 @@ def regenerate(args) -> int:
         for index, snippet in enumerate(chosen, start=1):
             prefix = f"[{index:>{width}}/{len(chosen)}]"
             record = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
-                                    args.snippets_dir)
+                                    args.snippets_dir, args.failed_dir)
             if not args.force and record.state == "fresh":
                 counts["fresh"] += 1
                 print(f"{prefix} fresh   {snippet}", flush=True)
@@ -395,7 +395,7 @@ def unpack(archive: Path, outputs_dir: Path) -> int:
     try:
         tar = tarfile.open(archive, "r:*")
     except (OSError, tarfile.TarError) as error:
-        raise UsageError(f"cannot read archive {archive}: {error}") from None
+        raise UsageError(f"cannot read archive {archive}: {' '.join(str(error).split())}") from None
     with tar, tempfile.TemporaryDirectory(dir=_mkdir(outputs_dir), prefix=".unpack-") as tmp:
         members = tar.getmembers()
         for member in members:

@@ -144,7 +144,9 @@ class Keeper:
         for name, text in texts.items():
             if "/" in name or name.startswith(".") or name == "results.json":
                 raise ValueError(f"results['files'][{name!r}]: a file name of its own, without folders")
-            data = text.encode() if isinstance(text, str) else bytes(text)
+            if not isinstance(text, (str, bytes)):
+                raise TypeError(f"results['files'][{name!r}] holds a {type(text).__name__}: give text or bytes")
+            data = text.encode() if isinstance(text, str) else text
             (self.folder / name).write_bytes(data)
         return sorted(texts)
 
@@ -161,12 +163,13 @@ class Keeper:
 
 def timing(m) -> dict:
     """A torch.utils.benchmark Measurement as the site's timing record, in microseconds."""
+    median, iqr = m.median, m.iqr  # computes the quartiles, which _p25 and _p75 then hold
     q1, q3 = getattr(m, "_p25", None), getattr(m, "_p75", None)
     return {
-        "median_us": m.median * 1e6,
-        "iqr_us": m.iqr * 1e6,
-        "q1_us": (q1 if q1 is not None else m.median - m.iqr / 2) * 1e6,
-        "q3_us": (q3 if q3 is not None else m.median + m.iqr / 2) * 1e6,
+        "median_us": median * 1e6,
+        "iqr_us": iqr * 1e6,
+        "q1_us": (q1 if q1 is not None else median - iqr / 2) * 1e6,
+        "q3_us": (q3 if q3 is not None else median + iqr / 2) * 1e6,
         "n": len(m.times),
         "times_us": [t * 1e6 for t in m.times],
     }
@@ -196,7 +199,8 @@ def run(snippet: str | Path, folder: Path, capture_stdout: bool = True) -> dict[
     files/results.json and (with capture_stdout) stdout.txt into folder. Returns the snippet's globals."""
     path = str(Path(snippet).resolve())
     spans = section_lines(Path(path).read_text())
-    files = Path(folder) / "files"
+    folder = Path(folder).resolve()
+    files = folder / "files"
     files.mkdir(parents=True, exist_ok=True)
     capture = SectionedStdout(sys.stdout, path, spans)
     saved_stdout, saved_argv, saved_cwd = sys.stdout, sys.argv, os.getcwd()
