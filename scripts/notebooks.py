@@ -14,14 +14,23 @@ A notebook is its chapter. Every page under docs/ that includes snippet sections
 - its prose as Markdown cells, a new cell at each heading. Admonitions, quiz questions and content tabs
   become plain Markdown (a bold title, the body quoted). The record directives read as the site reads:
   `md:value`, `md:compare` and `md:hardware` become the text the mkdocs hook renders, `md:recorded` /
-  `md:else` / `md:end` keep the branch the site shows, `md:figure` becomes the figure itself where
-  `scripts.plots` can draw it (else a line naming it and its caption), and `md:output` is left out where
+  `md:else` / `md:end` keep the branch the site shows, `md:figure` becomes the numbered figure with its
+  caption (a chart from scripts.plots as an SVG attached to the cell, an FX graph from scripts.diagrams
+  as a Mermaid diagram; a line naming it where neither can draw it), and `md:output` is left out where
   the output already sits under its code cell. Relative links point at the pages of the built site;
 - each included section as a code cell holding the section's code, with what it printed in the snippet's
   record (CUDA where recorded, else CPU) as its output;
-- before the first section of each snippet, and before any later section that needs code the page does
-  not show, a collapsed cell (tag `hide-input`) with that code, so the notebook runs top to bottom on CPU
-  or GPU. The recording plumbing (every statement that fills or reads the `results` dict) is left out.
+- before a section, a collapsed set-up cell (`jupyter.source_hidden`, tag `hide-input`) with the code
+  of its snippet the page does not show and the section needs: all of it above the snippet's first
+  shown section; between sections, only what later sections read (what only prints, or binds names
+  nothing shown reads, such as a timing kept for the record, is left out); of a section the page shows
+  further down, only the statements this one needs. Where another snippet's cells rebound a name this
+  snippet set (`x`, `model`), the statements that bound it run again. The recording plumbing (every
+  statement that fills or reads the `results` dict, and the module docstring) is left out. So the
+  notebook runs top to bottom on CPU or GPU, in one namespace, like a kernel: `--run` does just that.
+
+The directive texts come from scripts/mkdocs_hooks.py itself (its `conditionals`, its `INLINES`
+renderers, its `BLOCKS` for anything else), so a notebook reads exactly as its page.
 
 Nothing is executed and nothing depends on the date: the same pages, snippets and records give the same
 bytes, so a test compares the committed notebooks with a fresh build.
@@ -34,6 +43,7 @@ import ast
 import base64
 import hashlib
 import html
+import linecache
 import re
 import shlex
 import sys
@@ -58,7 +68,7 @@ SITE_NAME = "ML compilation, executed"
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 INCLUDE = re.compile(r"""^[ \t]*--8<--[ \t]+(["'])snippets/(?P<snippet>[^"':]+\.py)"""
                      r"""(?::(?P<section>[^"']+))?\1[ \t]*$""")
-DIRECTIVE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->", re.DOTALL)
+DIRECTIVE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->")  # on one line, as the hook reads them
 BLOCK_LINE = re.compile(r"^[ \t]*<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->[ \t]*$")
 ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)"""
                         r"""(?P<classes>(?:[ \t]+[\w-]+)*)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
@@ -84,9 +94,10 @@ def hook():
     return mkdocs_hooks
 
 
-def hook_page(src: str):
-    """The hook's per-page state for docs/<src>, as mkdocs would give it."""
-    return hook().Page(src, page_url(src))
+def hook_page(src: str, notebook: str):
+    """The hook's per-page state for docs/<src>, placed at the notebook's URL: a link the hook writes
+    then works from the notebook's page."""
+    return hook().Page(src, page_url(notebook))
 
 
 def inline_text(match: re.Match, page) -> str:
@@ -143,8 +154,7 @@ def has_effect(node: ast.AST) -> bool:
     if isinstance(node, ast.stmt) and not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
         inner = [n for name in (*BODIES, "handlers") for n in (getattr(node, name, None) or [])]
         inner = [n for block in inner for n in ([block] if isinstance(block, ast.stmt) else block.body)]
-        headers = [p for p in Snippet.headers(node)]
-        return any(has_effect(n) for n in inner) or any(has_effect(h) for h in headers)
+        return any(has_effect(n) for n in inner) or any(has_effect(h) for h in Snippet.headers(node))
     calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
     return any(not (isinstance(c.func, ast.Name) and c.func.id in PRINTING) for c in calls)
 
@@ -176,8 +186,8 @@ def free_names(nodes: list[ast.stmt]) -> set[str]:
 
 
 def bindings(node: ast.stmt) -> set[str]:
-    """The global names a top-level statement binds (a loop's own variable and with-targets aside, so a
-    warm-up loop `for _ in range(3): f(x)` counts as an effect)."""
+    """The global names a top-level statement binds; a loop's own variable aside, so that a warm-up loop
+    `for _ in range(3): f(x)` counts as an effect, not as binding `_`."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -196,9 +206,7 @@ def bindings(node: ast.stmt) -> set[str]:
         if id(child) in skip:
             continue
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-            found.add(child.id)
-        elif isinstance(child, ast.withitem) and child.optional_vars is not None:
-            pass  # `with profile() as prof:` binds prof, counted as a Name store above
+            found.add(child.id)  # `with profile() as prof:` binds prof here too
     return found
 
 
@@ -212,6 +220,7 @@ class Snippet:
     drop: set[int] = field(default_factory=set)  # plumbing, marker and docstring lines
     passes: dict[int, str] = field(default_factory=dict)  # a line that becomes `pass` (emptied block)
     tree: ast.Module | None = None
+    page_spans: list[tuple[int, int]] = field(default_factory=list)  # the sections the page shows
 
     @classmethod
     def load(cls, name: str) -> Snippet:
@@ -275,7 +284,7 @@ class Snippet:
         only prints, or binds names nothing later reads (a timing kept only for the record). Code above
         the first shown section all stays: it is the set-up. Imports, and calls made for their effect
         (`torch._dynamo.reset()`, a warm-up call), stay too."""
-        spans = [self.section(name) for name in shown]
+        spans = self.page_spans = [self.section(name) for name in shown]
         if not spans:
             return
         start = min(first for first, _ in spans)
@@ -300,6 +309,20 @@ class Snippet:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             return True  # stores into an object (x[0] = ..., model.flag = ...): an effect
         return has_effect(node)
+
+    def with_comments(self, node: ast.stmt) -> set[int]:
+        """A statement's lines and the comment lines right above it."""
+        first, last = self.span(node)
+        lines = set(range(first, last + 1))
+        number = first - 1
+        while number >= 1 and self.lines[number - 1].strip().startswith("#") and number not in self.drop:
+            lines.add(number)
+            number -= 1
+        return lines
+
+    def in_page_section(self, node: ast.stmt) -> bool:
+        first, last = self.span(node)
+        return any(a <= first and last <= b for a, b in self.page_spans)
 
     def span_incl(self, node: ast.stmt) -> tuple[int, int]:
         first, last = self.span(node)
@@ -457,7 +480,9 @@ def plain_blocks(lines: list[str]) -> list[str]:
             title = admonition.group("title")
             if title is None:
                 title = admonition.group("kind").replace("-", " ").capitalize()
-            quoted = not includes(body)  # a snippet include must stay at the top level to become a cell
+            # A snippet include must stay at the top level to become a cell, a block directive to be
+            # expanded: such a body is not quoted.
+            quoted = not includes(body) and not any(BLOCK_LINE.match(b) for b in body)
             block = ([f"**{title}**", ""] if title else []) + (
                 [f"> {b}".rstrip() for b in body] if quoted else body)
         else:
@@ -498,12 +523,11 @@ def site_link(target: str, page: str, notebook: str) -> str:
     """A link written in docs/<page>, made to work from the notebook's page in the built site."""
     from mkdocs.utils import get_relative_url
 
-    if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target):
+    if re.match(r"^[a-z][a-z0-9+.-]*:|^/", target):
         return target
     path, hash_, anchor = target.partition("#")
-    if not path:
-        return target
-    src = Path(page).parent.joinpath(path).as_posix()
+    # A heading of the chapter (`#quiz`): the notebook's headings get other ids, so link the chapter's.
+    src = Path(page).parent.joinpath(path).as_posix() if path else page
     parts: list[str] = []
     for part in src.split("/"):
         if part == "..":
@@ -581,7 +605,7 @@ class Builder:
     def __post_init__(self):
         self.src = self.page.relative_to(DOCS).as_posix()
         self.notebook = notebook_path(self.page).relative_to(DOCS).as_posix()
-        self.state = hook_page(self.src)
+        self.state = hook_page(self.src, self.notebook)
 
     def fail(self, message: str) -> NotebookError:
         return NotebookError(f"{self.src}: {message}")
@@ -696,10 +720,19 @@ class Builder:
         out = []
         for line, fenced in zip(lines, mask):
             match = None if fenced else BLOCK_LINE.match(line)
-            if match and match.group("name") in ("output", "figure"):
+            name = match.group("name") if match else None
+            if name in ("output", "figure") or name in hook().BLOCKS:
                 args = shlex.split(match.group("args"))
                 indent = re.match(r"[ \t]*", line).group(0)
-                block = self.output(args) if match.group("name") == "output" else self.figure(args)
+                if name == "output":
+                    block = self.output(args)
+                elif name == "figure":
+                    block = self.figure(args)
+                else:  # another of the hook's blocks (md:records): its Markdown, as the site has it
+                    try:
+                        block = hook().BLOCKS[name](args, self.state).splitlines()
+                    except (hook().DirectiveError, ValueError) as error:
+                        raise self.fail(f"{line.strip()}: {error}") from None
                 out += [indent + b if b else "" for b in block]
             else:
                 out.append(line)
@@ -770,6 +803,32 @@ class Builder:
 
     # ------------------------------------------------------------------- code
 
+    def needed_before(self, snippet: Snippet, lines: list[int], shown: list[int]) -> list[int]:
+        """Of the snippet's code above a section that has not run yet, what runs first, in a collapsed
+        cell: all the code the page does not show (set-up) and, of sections the page shows further down,
+        only the statements this section needs. The rest waits for its turn."""
+        candidates = self.statements(snippet, lines)
+        later = [node for node in candidates if snippet.in_page_section(node)]
+        need = free_names(self.statements(snippet, shown))
+        take: list[ast.stmt] = []
+        for node in reversed(candidates):
+            if node in later and not (bindings(node) & need):
+                continue
+            take.append(node)
+            need |= loads(node)
+        # Set-up that reads what a waiting section binds waits with it.
+        waiting = set().union(*(bindings(n) for n in later if n not in take)) if later else set()
+        keep: set[int] = set()
+        for node in reversed(take):
+            if node not in later and loads(node) & waiting:
+                waiting |= bindings(node)
+                continue
+            keep |= snippet.with_comments(node)
+        skipped = {n for node in candidates if not (snippet.with_comments(node) & keep)
+                   for n in snippet.with_comments(node)}
+        in_sections = {n for a, b in snippet.page_spans for n in range(a, b + 1)}
+        return [n for n in lines if n in keep or (n not in skipped and n not in in_sections)]
+
     def statements(self, snippet: Snippet, lines) -> list[ast.stmt]:
         """The top-level statements of a snippet that start on these lines and are not left out."""
         lines = set(lines)
@@ -826,10 +885,8 @@ class Builder:
             except KeyError as error:
                 raise self.fail(str(error.args[0])) from None
         done = self.emitted[include.snippet]
-        # Everything of the snippet above this section that has not run yet (code the page does not
-        # show, or shows further down) runs first, in a collapsed cell.
-        before = [n for n in range(1, first) if n not in done]
         shown = list(range(first, last + 1))
+        before = self.needed_before(snippet, [n for n in range(1, first) if n not in done], shown)
         # Another snippet's cells may have rebound names this one set earlier (`x`, `model`): its
         # statements that bound them run again first.
         again = self.restore(snippet, before + shown)
@@ -901,7 +958,10 @@ def run(path: Path) -> None:
         where = cell.metadata.get("mlc", {})
         name = f"{path.name} cell {index} ({where.get('snippet')}:{where.get('section') or 'set-up'})"
         print(f"# {name}", flush=True)
-        exec(compile(cell.source, name, "exec"), namespace)  # noqa: S102 (the point: run the notebook)
+        # Like IPython, keep each cell's source where `inspect` finds it (torch.jit.script reads it).
+        filename = f"<{path.stem} cell {index}>"
+        linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(keepends=True), filename)
+        exec(compile(cell.source, filename, "exec"), namespace)  # noqa: S102 (the point: run the notebook)
 
 
 def main(argv: list[str] | None = None) -> int:
