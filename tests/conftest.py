@@ -19,6 +19,9 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
 (CACHE / "tmp").mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))
 
+# JAX would take 75% of a GPU's memory at import, leaving too little for the torch snippets run after it.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 # Without a GPU, Triton kernels run in Triton's interpreter; it must be chosen before triton is imported.
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
