@@ -1,33 +1,39 @@
-"""torch.compile's modes (default, reduce-overhead, max-autotune) and the "not enough SMs" warning.
+"""torch.compile's modes (default, reduce-overhead, max-autotune), a pitfall of CUDA
+graphs, and the "not enough SMs" warning.
 
     python snippets/dissecting/bench_compile_modes.py
 
-Prints what each mode switches on in Inductor. On CUDA it then prints the GPU's SM count and Inductor's
-is_big_gpu verdict (max-autotune's GEMM templates need 68 SMs or more), and times matmul + softmax compiled
-in each mode at two sizes, with compile time apart. On the CPU, where CUDA graphs do nothing, it compares
-default with max-autotune-no-cudagraphs at one size.
-Writes results.json to $SNIPPET_OUTPUT_DIR, or to a fresh temporary folder.
+Prints what each mode switches on in Inductor. On CUDA it then shows that a CUDA graph's
+replay overwrites the previous call's output, prints the GPU's SM count and Inductor's
+is_big_gpu verdict (max-autotune's GEMM templates need 68 SMs or more), and times
+matmul + softmax compiled in each mode at two sizes. On the CPU, where CUDA graphs do
+nothing, it compares default with max-autotune-no-cudagraphs at one size.
 """
 
-import json
 import logging
-import os
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 import torch._inductor
 from torch._inductor.utils import is_big_gpu, run_and_get_code
 from torch.utils import benchmark
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="bench_compile_modes-"))
 results = {}
 
 
 def simple_fn(x, y):
     z = torch.matmul(x, y)
     return torch.nn.functional.softmax(z, dim=1)
+
+
+def measure(fn, *args, timings=25):
+    """The site's one method: warm up, then `timings` timings of a block of calls;
+    median and IQR (torch.utils.benchmark syncs CUDA around each block)."""
+    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args})
+    block = timer.blocked_autorange(min_run_time=0.2)  # warm-up; picks calls per block
+    (m,) = benchmark.Measurement.merge(
+        [timer.timeit(block.number_per_run) for _ in range(timings)])
+    return m
 
 
 # --8<-- [start:modes]
@@ -37,81 +43,116 @@ print(f"device: {device}; the Inductor options each mode turns on:")
 for mode in MODES:
     print(f"  {mode:<27} {torch._inductor.list_mode_options(mode) or '{} (nothing)'}")
 # --8<-- [end:modes]
-results.update(device=device, mode_options={m: torch._inductor.list_mode_options(m) for m in MODES})
+results["device"] = device
+results["mode_options"] = {m: torch._inductor.list_mode_options(m) for m in MODES}
+
+# --8<-- [start:pitfalls]
+# reduce-overhead replays a recorded CUDA graph, whose outputs live in memory the graph
+# owns: the next replay writes its outputs over the previous call's.
+if device == "cuda":
+    graphed = torch.compile(simple_fn, mode="reduce-overhead")
+    a = torch.randn(64, 64, device=device)
+    b = torch.randn(64, 64, device=device)
+    for _ in range(3):
+        graphed(a, b)  # warm-up runs, then the recording; later calls replay
+    first = graphed(a, b)
+    kept = first.clone()  # a copy survives the next replay
+    second = graphed(a, b)
+    try:
+        print("first output, read after the next call:", first.sum().item())
+        overwritten = False
+    except RuntimeError as error:
+        overwritten = True
+        print("reading the first output after the next call:",
+              str(error).splitlines()[0])
+    print("the clone taken before the next call still reads:", kept.sum().item())
+else:
+    overwritten = None
+    print("no GPU: reduce-overhead's CUDA graphs (and their pitfalls) need CUDA")
+# --8<-- [end:pitfalls]
+results["cudagraph_output_overwritten"] = overwritten
 
 # --8<-- [start:sms]
-MIN_SMS = 68  # Inductor's threshold in torch._inductor.utils.is_big_gpu (an RTX 3080 has 68)
+MIN_SMS = 68  # Inductor's threshold in torch._inductor.utils.is_big_gpu (an RTX 3080's)
 if device == "cuda":
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    # is_big_gpu logs "Not enough SMs to use max_autotune_gemm mode" when it says no; catch that line.
+    # is_big_gpu logs "Not enough SMs to use max_autotune_gemm mode" when it says no.
     seen = []
     handler = logging.Handler()
     handler.emit = lambda record: seen.append(record.getMessage())
     inductor_log = logging.getLogger("torch._inductor.utils")
     inductor_log.addHandler(handler)
-    getattr(is_big_gpu, "cache_clear", lambda: None)()  # it remembers its answer: ask afresh
+    getattr(is_big_gpu, "cache_clear", lambda: None)()  # it remembers its answer
     try:
         big = is_big_gpu(0)
     finally:
         inductor_log.removeHandler(handler)
-    print(f"{torch.cuda.get_device_name()}: {sms} SMs; is_big_gpu: {big} (needs >= {MIN_SMS})")
+    print(f"{torch.cuda.get_device_name()}: {sms} SMs; is_big_gpu: {big} "
+          f"(needs >= {MIN_SMS})")
     print("warning logged:", next((m for m in seen if "SMs" in m), "none"))
     print("max-autotune may choose Triton GEMM templates for matmuls" if big else
-          "max-autotune keeps the matmul on cuBLAS and only tunes the generated kernels")
+          "max-autotune keeps matmuls on cuBLAS and only tunes the generated kernels")
 else:
     sms, big, seen = None, None, []
     print("no GPU: the SM check (and the warning) only apply to max-autotune on CUDA")
 # --8<-- [end:sms]
-results.update(sms=sms, min_sms=MIN_SMS, is_big_gpu=big, sm_warning=any("SMs" in m for m in seen))
+results["sms"] = sms
+results["min_sms"] = MIN_SMS
+results["is_big_gpu"] = big
+results["sm_warning"] = any("SMs" in m for m in seen)
 
 # --8<-- [start:timings]
-# On CUDA: the three modes, at the article's size (launch overhead rules) and at one where the matmul
-# does. On the CPU, CUDA graphs do nothing, so only default and max-autotune-no-cudagraphs differ.
+# On CUDA: three modes, at the source's size (launch overhead rules) and at one where
+# the matmul does. On the CPU only default and max-autotune-no-cudagraphs differ.
 SIZES = [100, 2048] if device == "cuda" else [100]
-TIMED = ["default", "reduce-overhead", "max-autotune"] if device == "cuda" else ["default", "max-autotune-no-cudagraphs"]
+if device == "cuda":
+    TIMED = ["default", "reduce-overhead", "max-autotune"]
+else:
+    TIMED = ["default", "max-autotune-no-cudagraphs"]
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-min_run_time = 0.5 if device == "cuda" else 0.2
-threads = 1  # Timer's default, for both sides: on a small shared CPU, OpenMP teams wait for parked threads
 
-
-def measure(fn, x, y):
-    timer = benchmark.Timer("fn(x, y)", globals={"fn": fn, "x": x, "y": y}, num_threads=threads)
-    return timer.blocked_autorange(min_run_time=min_run_time)
-
-
-# The first compilation in a process also pays for starting the compiler itself (imports, worker pools,
-# the C++ header). Pay it here, untimed, so the compile times below compare modes, not their order.
-torch.compile(simple_fn)(torch.ones(8, 8, device=device), torch.ones(8, 8, device=device))
+# The first compilation in a process also pays for starting the compiler (imports,
+# worker pools, the C++ header). Pay it here, untimed, so compile times compare modes.
+warm = torch.ones(8, 8, device=device)
+torch.compile(simple_fn)(warm, warm)
 torch._dynamo.reset()
 
-timings = {}
+timings, compile_s, matmul = {}, {}, {}  # per size, per mode
 for n in SIZES:
     x = torch.randn(n, n, device=device)
     y = torch.randn(n, n, device=device)
-    eager = measure(simple_fn, x, y)
-    timings[n] = {"eager": {"median_us": eager.median * 1e6, "iqr_us": eager.iqr * 1e6}}
-    print(f"n = {n}: eager {eager.median * 1e6:9.1f} us (IQR {eager.iqr * 1e6:.1f})")
+    timings[n] = {"eager": measure(simple_fn, x, y)}
+    compile_s[n], matmul[n] = {}, {}
     for mode in TIMED:
         compiled_fn = torch.compile(simple_fn, mode=mode, dynamic=False)
-        # run_and_get_code resets Dynamo, compiles on this first call and hands back the generated code.
-        # The FX graph cache is off so every mode pays its full compile (autotuning included).
+        # run_and_get_code resets Dynamo, runs the call that compiles and hands back the
+        # generated code. The FX graph cache is off: each mode pays its full compile
+        # (autotuning included). One wall-clock reading: a compile happens once.
         with torch._inductor.config.patch(fx_graph_cache=False):
             sync()
             start = time.perf_counter()
             _, code = run_and_get_code(compiled_fn, x, y)
             sync()
-            compile_s = time.perf_counter() - start
-        m = measure(compiled_fn, x, y)
+            compile_s[n][mode] = time.perf_counter() - start
+        timings[n][mode] = measure(compiled_fn, x, y)
+        # A matmul left to the vendor library is an extern_kernels.mm call; a Triton
+        # GEMM template is a generated triton_tem_ kernel.
         source = "\n".join(code)
-        # A matmul left to the vendor library is an extern_kernels.mm call; a Triton GEMM template is
-        # a generated triton_tem_ kernel.
-        matmul = "extern mm" if "extern_kernels.mm(" in source else (
-            "Triton template" if "triton_tem_" in source else "generated template")
-        timings[n][mode] = {"median_us": m.median * 1e6, "iqr_us": m.iqr * 1e6, "compile_s": compile_s,
-                            "speedup": eager.median / m.median, "matmul": matmul}
-        print(f"  {mode:<26} {m.median * 1e6:9.1f} us (IQR {m.iqr * 1e6:.1f}), {eager.median / m.median:5.2f}x, "
-              f"compile {compile_s:5.1f} s, matmul: {matmul}")
-# --8<-- [end:timings]
-results["timings"] = {str(n): t for n, t in timings.items()}
+        matmul[n][mode] = ("extern mm" if "extern_kernels.mm(" in source else
+                           "Triton template" if "triton_tem_" in source else
+                           "generated")
 
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
+    print(f"size {n}: median (IQR), timings; eager/mode medians, compile time, matmul")
+    eager = timings[n]["eager"]
+    for mode, m in timings[n].items():
+        extra = "" if mode == "eager" else (
+            f" {eager.median / m.median:5.2f}x, compile {compile_s[n][mode]:5.1f} s, "
+            f"{matmul[n][mode]}")
+        print(f"  {mode:<26} {m.median * 1e6:9.1f} us ({m.iqr * 1e6:6.1f}), "
+              f"{len(m.times)}{extra}")
+# --8<-- [end:timings]
+results["sizes"] = SIZES
+results["timed_modes"] = TIMED
+results["timing"] = {str(n): t for n, t in timings.items()}
+results["compile_s"] = {str(n): t for n, t in compile_s.items()}
+results["matmul"] = {str(n): m for n, m in matmul.items()}

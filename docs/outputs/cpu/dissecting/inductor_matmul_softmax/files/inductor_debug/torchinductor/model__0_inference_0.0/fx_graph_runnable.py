@@ -1,7 +1,8 @@
 
 import os
+os.environ['TORCHINDUCTOR_CACHE_DIR'] = '<tmp>/cache/inductor'
+os.environ['TRITON_CACHE_DIR'] = '<tmp>/cache/triton'
 os.environ['TRITON_INTERPRET'] = '1'
-os.environ['TORCHINDUCTOR_CACHE_DIR'] = '<inductor_cache>'
 os.environ.pop('TORCHDYNAMO_REPRO_AFTER', None)
 os.environ.pop('TORCHDYNAMO_REPRO_LEVEL', None)
 
@@ -21,7 +22,7 @@ import torch.fx.experimental._config
 
 torch._inductor.config.fx_graph_cache = False
 torch._inductor.config.trace.enabled = False
-torch._inductor.config.trace.debug_dir = '<debug_dir>'
+torch._inductor.config.trace.debug_dir = 'inductor_debug'
 torch._inductor.config.trace.save_real_tensors = False
 torch._functorch.config.functionalize_rng_ops = False
 torch._functorch.config.fake_tensor_allow_unsafe_data_ptr_access = True
