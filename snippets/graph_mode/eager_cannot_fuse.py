@@ -1,25 +1,20 @@
-"""Why eager cannot fuse: matmul, bias and relu as three eager ops, then as one compiled region.
+"""Why eager cannot fuse: matmul, bias and relu as three eager ops, then compiled.
 
     python snippets/graph_mode/eager_cannot_fuse.py
 
-Profiles one eager call and one compiled call, prints the kernels each one ran (on CUDA from the profiler,
-on both from Inductor's generated code) and times both. Runs on CUDA when torch sees a GPU, else on the
-CPU. Writes the two profiler traces and results.json to $SNIPPET_OUTPUT_DIR, or to a fresh temporary folder.
+Profiles one eager call and one compiled call, prints the kernels each one ran (on
+CUDA from the profiler, on both from Inductor's generated code) and times both. Runs
+on CUDA when torch sees a GPU, else on the CPU.
 """
 
-import json
-import os
 import re
-import tempfile
-from pathlib import Path
 
 import torch
+from torch._inductor.utils import run_and_get_code
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils import benchmark
-from torch._inductor.utils import run_and_get_code
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="eager_cannot_fuse-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {"device": device}
 
@@ -33,8 +28,9 @@ def linear_relu(x, w, b):
 
 
 # --8<-- [start:setup]
-# A short K makes the epilogue (bias, relu) a real share of the work: the matmul does 2*M*N*K flops,
-# the epilogue moves M*N values several times. bf16 on a GPU, fp32 on the CPU runner.
+# A short K makes the epilogue (bias, relu) a real share of the work: the matmul
+# does 2*M*N*K flops, the epilogue moves M*N values several times.
+# bf16 and a large layer on a GPU; fp32 and a smaller one on a CPU.
 M, N, K = (8192, 8192, 512) if device == "cuda" else (1024, 1024, 256)
 dtype = torch.bfloat16 if device == "cuda" else torch.float32
 torch.manual_seed(0)
@@ -43,84 +39,111 @@ w = torch.randn(K, N, device=device, dtype=dtype) / K**0.5
 b = torch.randn(N, device=device, dtype=dtype)
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 mn_mib = M * N * x.element_size() / 2**20
-print(f"device: {device}, x {M}x{K} @ w {K}x{N} + b, {dtype}; one M x N tensor is {mn_mib:.0f} MiB")
+print(f"device: {device}, x {M}x{K} @ w {K}x{N} + b, {dtype}; "
+      f"one M x N tensor is {mn_mib:.0f} MiB")
 # --8<-- [end:setup]
 results["shape"] = {"m": M, "n": N, "k": K, "mn_mib": mn_mib}
 
 
 def profile_once(fn, label):
-    """Profile one call after a warm-up; return the ops called inside the region and the GPU kernels run."""
+    """Profile one call after a warm-up; return the profile, the ops called inside
+    the labelled region and the GPU kernels run."""
     for _ in range(5):
         fn(x, w, b)
     sync()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
     with profile(activities=activities) as prof:
         with record_function(label):
             fn(x, w, b)
         sync()
-    prof.export_chrome_trace(str(OUT / f"{label}_trace.json"))
     events = prof.events()
     region = next(e for e in events if e.name == label)
-    ops = [e.name for e in sorted((e for e in events if e.cpu_parent is region), key=lambda e: e.time_range.start)]
-    kernels = [e.name for e in sorted((e for e in events if e.device_type == DeviceType.CUDA),
-                                      key=lambda e: e.time_range.start)]
-    return ops, kernels
+    ops = sorted((e for e in events if e.cpu_parent is region),
+                 key=lambda e: e.time_range.start)
+    kernels = sorted((e for e in events if e.device_type == DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+    return prof, [e.name for e in ops], [short(e.name) for e in kernels]
 
 
-def short(name):
+def short(name):  # "void at::native::kernel<...>(...)" -> "at::native::kernel"
     return re.sub(r"^void ", "", name).split("<")[0].split("(")[0][:60]
 
 
 # --8<-- [start:eager]
-eager_ops, eager_kernels = profile_once(linear_relu, "eager")
+eager_prof, eager_ops, eager_kernels = profile_once(linear_relu, "eager")
 print(f"eager: {len(eager_ops)} ops called: {', '.join(eager_ops)}")
 if device == "cuda":
     print(f"eager: {len(eager_kernels)} GPU kernels launched:")
     for name in eager_kernels:
-        print(f"  {short(name)}")
+        print(f"  {name}")
 # --8<-- [end:eager]
-results["eager"] = {"ops": eager_ops, "op_count": len(eager_ops), "kernels": [short(k) for k in eager_kernels],
-                    "kernel_count": len(eager_kernels)}
+results["eager"] = {"ops": eager_ops, "op_count": len(eager_ops),
+                    "kernels": eager_kernels, "kernel_count": len(eager_kernels)}
+results["traces"] = {"eager": eager_prof}
 
 
 # --8<-- [start:compiled]
 compiled = torch.compile(linear_relu)
-out, (code,) = run_and_get_code(compiled, x, w, b)  # compiles, and hands back Inductor's output code
-# The wrapper's call() shows what runs: extern (library) kernels and the kernels Inductor generated.
-body = re.search(r"^( *)def call\(.*?^\1    return .*?$", code, re.MULTILINE | re.DOTALL).group(0)
-calls = re.findall(r"^\s+(extern_kernels\.\w+|(?:cpp|triton)_\w+)(?:\.run)?\(", body, re.MULTILINE)
-print(f"compiled: one graph; its generated call() launches {len(calls)} kernel(s):")
+# Compiles on the first call, and hands back the code Inductor generated.
+out, (code,) = run_and_get_code(compiled, x, w, b)
+# The wrapper's call() shows what runs: library (extern) kernels and the ones
+# Inductor generated.
+body = re.search(r"^( *)def call\(.*?^\1    return .*?$", code,
+                 re.MULTILINE | re.DOTALL).group(0)
+calls = re.findall(r"^\s+(extern_kernels\.\w+|(?:cpp|triton)_\w+)(?:\.run)?\(",
+                   body, re.MULTILINE)
+print(f"compiled: one graph; its generated call() launches {len(calls)} kernels:")
 for name in calls:
-    kind = "library GEMM, chosen by Inductor" if name.startswith("extern") else "generated by Inductor"
-    print(f"  {name:<40} ({kind})")
-compiled_ops, compiled_kernels = profile_once(compiled, "compiled")
+    if name.startswith("extern"):
+        print(f"  {name:<40} (library GEMM, chosen by Inductor)")
+    else:
+        print(f"  {name:<40} (generated by Inductor)")
+compiled_prof, compiled_ops, compiled_kernels = profile_once(compiled, "compiled")
 print(f"profiler, compiled call: {', '.join(compiled_ops)}")
 if device == "cuda":
     print(f"compiled: {len(compiled_kernels)} GPU kernels launched:")
     for name in compiled_kernels:
-        print(f"  {short(name)}")
+        print(f"  {name}")
 same = torch.allclose(out, linear_relu(x, w, b), rtol=2e-2, atol=2e-2)
 print(f"compiled matches eager: {same}")
 # --8<-- [end:compiled]
-results["compiled"] = {"calls": calls, "call_count": len(calls), "extern_count": sum(c.startswith("extern") for c in calls),
-                       "generated_count": sum(not c.startswith("extern") for c in calls), "profiler_ops": compiled_ops,
-                       "kernels": [short(k) for k in compiled_kernels], "kernel_count": len(compiled_kernels),
-                       "matches_eager": bool(same)}
+results["compiled"] = {
+    "calls": calls, "call_count": len(calls),
+    "extern_count": sum(c.startswith("extern") for c in calls),
+    "generated_count": sum(not c.startswith("extern") for c in calls),
+    "profiler_ops": compiled_ops, "kernels": compiled_kernels,
+    "kernel_count": len(compiled_kernels), "matches_eager": same,
+}
+results["traces"]["compiled"] = compiled_prof
+
+
+# --8<-- [start:measure]
+def measure(fn, *args, timings=25):
+    """The site's one method: warm up, then `timings` timings of a block of calls;
+    median and IQR (torch.utils.benchmark syncs CUDA around each block)."""
+    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args})
+    block = timer.blocked_autorange(min_run_time=0.2)  # warm-up; picks calls per block
+    (m,) = benchmark.Measurement.merge(
+        [timer.timeit(block.number_per_run) for _ in range(timings)])
+    return m
+# --8<-- [end:measure]
 
 
 # --8<-- [start:timing]
-timings = {}
-for name, fn in [("eager", linear_relu), ("compiled", compiled)]:
-    t = benchmark.Timer("fn(x, w, b)", globals={"fn": fn, "x": x, "w": w, "b": b}).blocked_autorange(
-        min_run_time=1 if device == "cuda" else 0.5)
-    timings[name] = {"median_us": t.median * 1e6, "iqr_us": t.iqr * 1e6, "timings": len(t.times)}
-    print(f"{name:<9} {t.median * 1e6:9.1f} us median (IQR {t.iqr * 1e6:.1f} us, {len(t.times)} timings)")
-# Eager's epilogue: add reads y and writes y + b, relu reads that and writes the result: 4 passes over M x N.
+timings = {"eager": measure(linear_relu, x, w, b),
+           "compiled": measure(compiled, x, w, b)}
+for name, m in timings.items():
+    print(f"{name:<9} {m.median * 1e6:9.1f} us median "
+          f"(IQR {m.iqr * 1e6:.1f} us, n = {len(m.times)})")
+# Eager's epilogue: add reads y and writes y + b, relu reads that and writes the
+# result: 4 passes over an M x N tensor.
 epilogue_mib = 4 * mn_mib
-print(f"eager's add and relu move {epilogue_mib:.0f} MiB that a fused epilogue keeps in registers or halves")
-print(f"compiled is {timings['eager']['median_us'] / timings['compiled']['median_us']:.2f}x the speed of eager")
+print(f"eager's add and relu move {epilogue_mib:.0f} MiB; a GEMM with a fused "
+      f"epilogue applies both before its one write")
+print(f"median eager / median compiled: "
+      f"{timings['eager'].median / timings['compiled'].median:.2f}")
 # --8<-- [end:timing]
-results["timing"] = {**timings, "speedup": timings["eager"]["median_us"] / timings["compiled"]["median_us"],
-                     "eager_epilogue_mib": epilogue_mib}
-
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
+results["timing"] = timings
+results["eager_epilogue_mib"] = epilogue_mib

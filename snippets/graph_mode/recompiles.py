@@ -2,25 +2,21 @@
 
     python snippets/graph_mode/recompiles.py
 
-The same function is called with five batch sizes under three settings of torch.compile's `dynamic`
-argument. A counting backend records every graph Dynamo hands to the backend (and runs it as traced), and
-the `recompiles` log (what TORCH_LOGS=recompiles prints) says which guard failed. Then one compile with
-Inductor per setting is timed. Runs on CUDA when torch sees a GPU, else on the CPU; writes results.json to
-$SNIPPET_OUTPUT_DIR or to a fresh temporary folder.
+The same function is called with five batch sizes under three settings of
+torch.compile's `dynamic` argument. A counting backend records every graph Dynamo
+hands to the backend (and runs it as traced), and the `recompiles` log (what
+TORCH_LOGS=recompiles prints) says which guard failed. Then one function meets more
+shapes than Dynamo's recompile limit allows, and one compile with Inductor per
+setting is timed. Runs on CUDA when torch sees a GPU, else on the CPU.
 """
 
-import json
 import logging
-from logging.handlers import BufferingHandler
-import os
 import re
-import tempfile
 import time
-from pathlib import Path
+from logging.handlers import BufferingHandler
 
 import torch
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="recompiles-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {"device": device}
 
@@ -38,27 +34,32 @@ batches = [8, 16, 32, 64, 8]  # four new batch sizes, then one seen before
 
 
 def first_guard_failure(message):
-    """The first failing guard of a recompile message, e.g. "tensor 'x' size mismatch at index 0. ..."."""
+    """The first failing guard of a recompile message ("tensor 'x' size ...")."""
     failure = re.search(r"^\s*- \S+: (.+)$", message, re.MULTILINE)
     return failure.group(1).strip() if failure else message.splitlines()[0]
 
 
 # --8<-- [start:count]
+def counting_backend(graphs):
+    def backend(graph_module, example_inputs):
+        # One entry per graph compiled: the shapes (or symbolic sizes) it takes.
+        graphs.append([tuple(t.shape) if isinstance(t, torch.Tensor) else t
+                       for t in example_inputs])
+        return graph_module.forward  # run it as traced: no Inductor, so this is quick
+    return backend
+
+
 counts = {}
-for dynamic in (None, False, True):  # None is the default: "static first, dynamic once a size changes"
+for dynamic in (None, False, True):  # None, the default: static first, then dynamic
     graphs = []
-
-    def counting_backend(graph_module, example_inputs):
-        graphs.append([tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in example_inputs])
-        return graph_module.forward
-
-    collect = BufferingHandler(capacity=100_000)  # keeps the records, without stderr's format
+    collect = BufferingHandler(capacity=100_000)  # keeps the records, without a format
     dynamo_log = logging.getLogger("torch._dynamo")
     torch._logging.set_logs(recompiles=True)  # the same switch as TORCH_LOGS=recompiles
     dynamo_log.addHandler(collect)
     try:
         torch._dynamo.reset()
-        compiled = torch.compile(gelu_mlp, backend=counting_backend, dynamic=dynamic)
+        backend = counting_backend(graphs)
+        compiled = torch.compile(gelu_mlp, backend=backend, dynamic=dynamic)
         after_call = []
         for batch in batches:
             compiled(torch.randn(batch, width, device=device), w1, w2)
@@ -66,18 +67,37 @@ for dynamic in (None, False, True):  # None is the default: "static first, dynam
     finally:
         dynamo_log.removeHandler(collect)
         torch._logging.set_logs()
-    failures = [first_guard_failure(m) for m in (r.getMessage() for r in collect.buffer) if "Recompiling function" in m]
-    counts[str(dynamic)] = {"compiles": len(graphs), "compiles_after_each_call": after_call, "recompile_reasons": failures}
-    print(f"dynamic={dynamic}: {len(graphs)} compile(s) for batches {batches}; after each call: {after_call}")
+    messages = [r.getMessage() for r in collect.buffer]
+    failures = [first_guard_failure(m) for m in messages if "Recompiling function" in m]
+    counts[str(dynamic)] = {"compiles": len(graphs), "after_each_call": after_call,
+                            "recompile_reasons": failures}
+    print(f"dynamic={dynamic}: {len(graphs)} compile(s) for batches {batches}; "
+          f"after each call: {after_call}")
     print(f"  inputs of the first graph: {graphs[0]}")
     for failure in failures:
         print(f"  recompiled because {failure}")
 # --8<-- [end:count]
 results["counts"] = counts
 
+# --8<-- [start:limit]
+# Under dynamic=False each new shape adds an entry to the function's cache of
+# compiled code, up to Dynamo's limit; past it, the function runs eagerly.
+limit = torch._dynamo.config.recompile_limit
+graphs = []
+torch._dynamo.reset()
+compiled = torch.compile(gelu_mlp, backend=counting_backend(graphs), dynamic=False)
+sizes = range(1, limit + 5)  # four more batch sizes than the limit
+for batch in sizes:
+    compiled(torch.randn(batch, width, device=device), w1, w2)
+print(f"recompile limit: {limit}; {len(sizes)} batch sizes under dynamic=False "
+      f"gave {len(graphs)} compiles, the rest ran eagerly")
+# --8<-- [end:limit]
+results["limit"] = {"recompile_limit": limit, "sizes": len(sizes),
+                    "compiles": len(graphs)}
+
 
 # --8<-- [start:inductor]
-# The same sweep with Inductor: what each setting costs in compile time, and what the graphs cost to run.
+# The same sweep with Inductor: what each setting costs in compile time.
 timed = {}
 for dynamic in (False, True):
     torch._dynamo.reset()
@@ -90,10 +110,8 @@ for dynamic in (False, True):
     sweep_s = time.perf_counter() - start
     x = torch.randn(64, width, device=device)
     ok = torch.allclose(compiled(x, w1, w2), gelu_mlp(x, w1, w2), rtol=1e-3, atol=1e-3)
-    timed[str(dynamic)] = {"first_sweep_s": sweep_s, "matches_eager": bool(ok)}
-    print(f"dynamic={dynamic}: first pass over the five batch sizes took {sweep_s:.2f} s (compiling included); "
-          f"matches eager: {ok}")
+    timed[str(dynamic)] = {"first_sweep_s": sweep_s, "matches_eager": ok}
+    print(f"dynamic={dynamic}: first pass over the five batch sizes took "
+          f"{sweep_s:.2f} s, compiling included; matches eager: {ok}")
 # --8<-- [end:inductor]
 results["inductor"] = timed
-
-(OUT / "results.json").write_text(json.dumps(results, indent=2))

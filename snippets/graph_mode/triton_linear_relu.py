@@ -1,40 +1,36 @@
-"""A hand-written Triton kernel for relu(x @ W.T + b): one kernel, the bias and relu applied in registers.
+"""A hand-written Triton kernel for relu(x @ W.T + b): the bias and relu applied in
+registers, one write of the output.
 
     python snippets/graph_mode/triton_linear_relu.py
 
-On a CUDA machine the kernel is compiled for the GPU, checked against torch, timed against eager PyTorch
-and torch.compile, and the compiler's stages (Triton IR, TTGIR, LLVM IR, PTX, SASS) are shown from its own
-artifacts. Without a GPU the snippet sets TRITON_INTERPRET=1 itself (before importing triton), so the same
-kernel runs in Triton's interpreter on NumPy and is checked against torch; there are no compiler stages to
-show then. Writes results.json to $SNIPPET_OUTPUT_DIR or to a fresh temporary folder.
+On a CUDA machine the kernel is compiled for the GPU, checked against torch, timed
+against eager PyTorch and torch.compile, and the compiler's stages (Triton IR, TTGIR,
+LLVM IR, PTX, SASS) are excerpted from its own artifacts. Without a GPU the kernel
+runs in Triton's interpreter on NumPy (TRITON_INTERPRET=1, set below before triton is
+imported) and is checked against torch; no compiler stage is made then.
 """
 
-import json
 import os
 import re
-import subprocess
-import tempfile
-import time
-from pathlib import Path
 
 import torch
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 if device == "cpu":
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before triton is imported
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when triton is imported
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from torch.utils import benchmark  # noqa: E402
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="triton_linear_relu-"))
 results = {"device": device, "triton": triton.__version__}
+interpreted = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 # --8<-- [start:kernel]
 @triton.jit
 def linear_bias_relu_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr,  # x: (M, K), w: (N, K) as in nn.Linear, b: (N,), out: (M, N)
+    x_ptr, w_ptr, b_ptr, out_ptr,  # x: (M, K), w: (N, K) as in nn.Linear, b: (N,)
     M, N, K,
     stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -46,68 +42,83 @@ def linear_bias_relu_kernel(
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
 
-    # The accumulator lives in registers for the whole loop: fp32, whatever the input type.
+    # The accumulator stays in registers for the whole loop: fp32 whatever the input.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k = k0 + ks
-        # Read a BLOCK_M x BLOCK_K tile of x and a BLOCK_K x BLOCK_N tile of W.T (W is stored (N, K)).
+        # A BLOCK_M x BLOCK_K tile of x, a BLOCK_K x BLOCK_N tile of W.T (W is (N, K)).
         x = tl.load(x_ptr + rows[:, None] * stride_xm + k[None, :] * stride_xk,
                     mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
         w = tl.load(w_ptr + k[:, None] * stride_wk + cols[None, :] * stride_wn,
                     mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
-        acc = tl.dot(x, w, acc)  # tensor cores on a GPU: the tile product is added into acc
+        acc = tl.dot(x, w, acc)  # tensor cores on a GPU: the tile product adds into acc
 
-    # The epilogue, still in registers: the matmul result never goes to memory before bias and relu.
+    # The epilogue, still in registers: the product never goes to memory unbiased.
     bias = tl.load(b_ptr + cols, mask=cols < N, other=0.0)
     acc = tl.maximum(acc + bias[None, :], 0.0)
-    # One write of the finished tile: M x N values in all, the only output traffic of the whole layer.
+    # One write of the finished tile: M x N values in all, the layer's only output.
     tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :] * stride_on,
-             acc.to(out_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+             acc.to(out_ptr.dtype.element_ty),
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def linear_bias_relu(x, weight, bias, block_m=64, block_n=64, block_k=64, **launch):
+def kernel_args(x, weight, bias, out):
     M, K = x.shape
     N = weight.shape[0]
-    out = torch.empty(M, N, device=x.device, dtype=x.dtype)
-    grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))  # one program per output tile
-    compiled = linear_bias_relu_kernel[grid](
-        x, weight, bias, out, M, N, K,
-        x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0), out.stride(1),
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, **launch,
-    )
-    return out, compiled  # on a GPU, `compiled` is the CompiledKernel with every stage's artifact
+    return (x, weight, bias, out, M, N, K, x.stride(0), x.stride(1),
+            weight.stride(0), weight.stride(1), out.stride(0), out.stride(1))
+
+
+def linear_bias_relu(x, weight, bias, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, **launch):
+    out = torch.empty(x.shape[0], weight.shape[0], device=x.device, dtype=x.dtype)
+    # One program per output tile.
+    grid = (triton.cdiv(out.shape[0], BLOCK_M), triton.cdiv(out.shape[1], BLOCK_N))
+    linear_bias_relu_kernel[grid](*kernel_args(x, weight, bias, out),
+                                  BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                                  **launch)
+    return out
 # --8<-- [end:kernel]
 
 
 # --8<-- [start:check]
-# A GPU gets a large fp16 layer and big tiles; the interpreter gets 256 x 256 x 256 in fp32 and 64^3 tiles.
+# A GPU gets a large fp16 layer and big tiles; the interpreter gets 256^3 in fp32
+# and 64^3 tiles (smaller tiles make it much slower).
 M, N, K = (8192, 8192, 4096) if device == "cuda" else (256, 256, 256)
 dtype = torch.float16 if device == "cuda" else torch.float32
-tiles = dict(block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=3) if device == "cuda" else {}
+tiles = {}
+if device == "cuda":
+    tiles = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
 torch.manual_seed(0)
 x = torch.randn(M, K, device=device, dtype=dtype)
 weight = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
 bias = torch.randn(N, device=device, dtype=dtype)
 
-start = time.perf_counter()
-out, compiled = linear_bias_relu(x, weight, bias, **tiles)  # on a GPU the first launch also compiles
-if device == "cuda":
-    torch.cuda.synchronize()
-first_call_s = time.perf_counter() - start
-expected = torch.relu(torch.nn.functional.linear(x.float(), weight.float(), bias.float()))
+out = linear_bias_relu(x, weight, bias, **tiles)  # on a GPU, the first call compiles
+expected = torch.relu(x.float() @ weight.float().T + bias.float())
 max_error = (out.float() - expected).abs().max().item()
 tolerance = 2e-2 if dtype == torch.float16 else 1e-4
-print(f"{M} x {K} @ ({N} x {K}).T + bias, relu, {dtype} on {device}"
-      f"{' (Triton interpreter)' if os.environ.get('TRITON_INTERPRET') == '1' else ''}")
-print(f"grid: {triton.cdiv(M, tiles.get('block_m', 64))} x {triton.cdiv(N, tiles.get('block_n', 64))} programs; "
-      f"first call {first_call_s:.2f} s")
+how = " (Triton interpreter)" if interpreted else ""
+print(f"{M} x {K} @ ({N} x {K}).T + bias, relu, {dtype} on {device}{how}")
+print(f"grid: {triton.cdiv(M, tiles.get('BLOCK_M', 64))} x "
+      f"{triton.cdiv(N, tiles.get('BLOCK_N', 64))} programs")
 print(f"max |triton - torch| = {max_error:.2e} (tolerance {tolerance:g}): "
       f"{'match' if max_error <= tolerance else 'MISMATCH'}")
-print(f"negative outputs: {(out < 0).sum().item()}, zeros from relu: {(out == 0).float().mean().item():.0%}")
+print(f"negative outputs: {(out < 0).sum().item()}, "
+      f"zeros from relu: {(out == 0).float().mean().item():.0%}")
 # --8<-- [end:check]
-results["check"] = {"m": M, "n": N, "k": K, "dtype": str(dtype), "max_error": max_error, "tolerance": tolerance,
-                    "match": max_error <= tolerance, "first_call_s": first_call_s,
-                    "interpreted": os.environ.get("TRITON_INTERPRET") == "1"}
+results["check"] = {"m": M, "n": N, "k": K, "dtype": dtype, "max_error": max_error,
+                    "tolerance": tolerance, "match": max_error <= tolerance,
+                    "interpreted": interpreted}
+
+
+def measure(fn, *args, timings=25):
+    """The site's one method: warm up, then `timings` timings of a block of calls;
+    median and IQR (torch.utils.benchmark syncs CUDA around each block)."""
+    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args})
+    block = timer.blocked_autorange(min_run_time=0.2)  # warm-up; picks calls per block
+    (m,) = benchmark.Measurement.merge(
+        [timer.timeit(block.number_per_run) for _ in range(timings)])
+    return m
 
 
 # --8<-- [start:benchmark]
@@ -115,79 +126,72 @@ if device == "cuda":
     def eager(x, weight, bias):
         return torch.relu(torch.nn.functional.linear(x, weight, bias))
 
+    def triton_kernel(x, weight, bias):
+        return linear_bias_relu(x, weight, bias, **tiles)
+
     compiled_torch = torch.compile(eager)
     compiled_torch(x, weight, bias)  # compile before timing
     flop = 2 * M * N * K
-    bench = {}
-    for name, fn in [("eager", eager), ("torch.compile", compiled_torch),
-                     ("triton kernel", lambda x, w, b: linear_bias_relu(x, w, b, **tiles)[0])]:
-        t = benchmark.Timer("fn(x, w, b)", globals={"fn": fn, "x": x, "w": weight, "b": bias}).blocked_autorange(
-            min_run_time=1)
-        bench[name.replace(".", "_").replace(" ", "_")] = {"median_us": t.median * 1e6, "iqr_us": t.iqr * 1e6, "tflops": flop / t.median / 1e12,
-                       "timings": len(t.times)}
-        print(f"{name:<14} {t.median * 1e6:8.1f} us median (IQR {t.iqr * 1e6:.1f} us, {len(t.times)} timings), "
-              f"{flop / t.median / 1e12:6.1f} TFLOP/s")
-    results["benchmark"] = bench
+    timings, tflops = {}, {}
+    for name, fn in [("eager", eager), ("compiled", compiled_torch),
+                     ("triton", triton_kernel)]:
+        m = timings[name] = measure(fn, x, weight, bias)
+        tflops[name] = flop / m.median / 1e12
+        print(f"{name:<9} {m.median * 1e6:8.1f} us median (IQR {m.iqr * 1e6:.1f} us, "
+              f"n = {len(m.times)}), {tflops[name]:6.1f} TFLOP/s")
 else:
-    print("timing skipped: the interpreter runs the kernel as NumPy on the CPU, so its speed says nothing "
-          "about the kernel")
+    print("not timed: the interpreter runs the kernel as NumPy on the CPU, so its "
+          "speed says nothing about the kernel")
 # --8<-- [end:benchmark]
-
-
-def excerpt(text, pattern, count=3, width=110):
-    """The first `count` lines matching `pattern`, without MLIR location suffixes, cut to `width`."""
-    lines = [re.sub(r"\s*loc\(#?[^)]*\)", "", line).strip() for line in text.splitlines() if re.search(pattern, line)]
-    return [line if len(line) <= width else line[: width - 3] + "..." for line in lines[:count]]
+if device == "cuda":
+    results["timing"] = timings
+    results["tflops"] = tflops
 
 
 def sass_of(compiled):
-    """SASS comes from disassembling the cubin with cuobjdump (shipped with triton); None if that fails."""
+    """SASS, from disassembling the cubin with the cuobjdump that triton ships."""
     try:
-        if "sass" in compiled.asm or hasattr(type(compiled.asm), "__missing__"):
-            return compiled.asm["sass"]  # recent triton disassembles lazily on first access
+        return compiled.asm["sass"]  # recent triton disassembles on first access
+    except KeyError:
         from triton.tools.disasm import get_sass
 
         return get_sass(compiled.asm["cubin"])
-    except (KeyError, ImportError, OSError, subprocess.CalledProcessError, RuntimeError) as error:
-        print(f"SASS unavailable: {type(error).__name__}: {error}")
-        return None
+
+
+def shorten(line, width=44):
+    """One line of a stage, without MLIR locations or SASS control codes, cut."""
+    line = re.sub(r"\s*loc\(#?[^)]*\)", "", line)
+    line = re.sub(r"^[-\w]+:[-\w]+:[-\w]+:[-\w]+:\w+\s+", "", line.strip())
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 # --8<-- [start:pipeline]
-# What to look for in each stage: the tile matmul, the bias-add and relu, and the single store.
+# The tile product `tt.dot` at each stage, down to the tensor-core instructions.
 STAGES = [
-    ("ttir", "Triton IR", r"tt\.dot|tt\.store|maxnumf|maximumf"),
-    ("ttgir", "TTGIR (GPU layouts)", r"^#(blocked|mma)|warp_group_dot|tt\.dot |local_alloc"),
-    ("llir", "LLVM IR", r"wgmma\.mma_async|mma\.sync|llvm\.maxnum|store"),
-    ("ptx", "PTX", r"wgmma\.mma_async|mma\.sync|max\.f32|st\.global"),
-    ("sass", "SASS", r"HGMMA|HMMA|FMNMX|STG"),
+    ("ttir", r"tt\.dot "),
+    ("ttgir", r"warp_group_dot|tc_gen5_mma|tt\.dot "),
+    ("llir", r"wgmma\.mma_async|tcgen05\.mma|mma\.sync"),
+    ("ptx", r"wgmma\.mma_async|tcgen05\.mma|mma\.sync"),
+    ("sass", r"HGMMA|UTC\w*MMA|HMMA"),
 ]
 pipeline = {}
 if device == "cuda":
-    artifacts = dict(compiled.asm)
-    artifacts["sass"] = sass_of(compiled)
-    for key, title, pattern in STAGES:
-        text = artifacts.get(key)
-        if text is None:
-            continue
-        lines = excerpt(text, pattern)
-        pipeline[key] = {"lines": len(text.splitlines()), "bytes": len(text.encode()),
-                         "matches": len([line for line in text.splitlines() if re.search(pattern, line)]),
-                         "excerpt": lines}
-        print(f"--- {title}: {len(text.splitlines()):,} lines, {len(text.encode()):,} bytes")
-        for line in lines:
-            print(f"    {line}")
-    cubin = compiled.asm["cubin"]
-    pipeline["cubin"] = {"bytes": len(cubin)}
-    print(f"--- cubin (the binary the driver loads): {len(cubin):,} bytes; "
-          f"{compiled.n_regs} registers per thread, {compiled.n_spills} spills, "
+    # warmup() compiles without launching (here it finds the kernel the launches
+    # above compiled) and returns it, with every stage's text in .asm.
+    compiled = linear_bias_relu_kernel.warmup(
+        *kernel_args(x, weight, bias, out), grid=(1,), **tiles)
+    for key, pattern in STAGES:
+        text = sass_of(compiled) if key == "sass" else compiled.asm[key]
+        found = [line for line in text.splitlines() if re.search(pattern, line)]
+        pipeline[key] = {"lines": len(text.splitlines()), "matches": len(found),
+                         "first": shorten(found[0]) if found else None}
+        print(f"{key:<5} {len(text.splitlines()):6,} lines, {len(found):4} matmul "
+              f"lines, first: {pipeline[key]['first']}")
+    pipeline["shared_bytes"] = compiled.metadata.shared
+    print(f"cubin: {len(compiled.asm['cubin']):,} bytes; "
           f"{compiled.metadata.shared:,} bytes of shared memory per program")
-    pipeline["n_regs"], pipeline["n_spills"], pipeline["shared_bytes"] = (
-        compiled.n_regs, compiled.n_spills, compiled.metadata.shared)
 else:
-    print("Triton IR -> TTGIR -> LLVM IR -> PTX -> SASS exist only when triton compiles for a GPU;")
-    print("under TRITON_INTERPRET=1 the kernel's Python runs on NumPy arrays and none of these stages is made.")
+    print("Triton IR -> TTGIR -> LLVM IR -> PTX -> SASS are made only when triton")
+    print("compiles for a GPU; the interpreter runs the kernel's Python on NumPy.")
 # --8<-- [end:pipeline]
 results["pipeline"] = pipeline
-
-(OUT / "results.json").write_text(json.dumps(results, indent=2))
