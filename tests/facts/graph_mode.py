@@ -113,6 +113,7 @@ def _(record):
         assert results["kernels"] == ["cpp_fused_relu_0"]
         assert 'extern "C"' in kernel and "#pragma omp" in kernel
     assert "/tmp/" not in record.stdout and "kernel path" not in record.stdout
+    assert "# reuse" in record.section("wrapper")  # the epilogue writes over the GEMM's output buffer
     tuned = results["autotune"]
     assert tuned["matches_eager"]
     if tuned["folded"]:  # a template won: one kernel, the GEMM with the ReLU in it
