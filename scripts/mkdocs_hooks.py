@@ -108,8 +108,12 @@ class Page:
         return found
 
     def link(self, path: str) -> str:
-        """A link from this page to a path of the built site."""
+        """A link for raw HTML, from this page's URL to a path of the built site."""
         return get_relative_url(path, self.url or ".")
+
+    def md_link(self, path: str) -> str:
+        """A link for Markdown, from this page's source to a file under docs/: mkdocs checks and rewrites it."""
+        return get_relative_url(path, self.src_uri)
 
 
 # ----------------------------------------------------------------------------------------------- options
@@ -287,7 +291,7 @@ def render_records(args: list[str], page: Page) -> str:
                 cells.append(f"*{state}*")
                 continue
             env = record.environment
-            link = page.link(f"outputs/{device}/{snippet[:-3]}/manifest.json")
+            link = page.md_link(f"outputs/{device}/{snippet[:-3]}/manifest.json")
             shown = f"**{state}**" if state != "fresh" else state
             cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · torch {env.get('torch')} · "
                          f"{record.manifest.get('duration_s')} s")
