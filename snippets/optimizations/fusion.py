@@ -1,33 +1,31 @@
-"""Kernel fusion: torch.compile turns the six element-wise ops of complex_activation into one kernel.
+"""Kernel fusion: torch.compile turns the six element-wise ops of complex_activation
+into one kernel, which moves a fifth of the bytes.
 
     python snippets/optimizations/fusion.py
 
-Profiles eager and compiled calls, times both the same way, counts the bytes each moves, and prints the
-fused kernel Inductor generated (Triton on CUDA, C++ on CPU). Runs on CUDA when torch sees a GPU, else on
-the CPU. Writes the two profiler traces and results.json to $SNIPPET_OUTPUT_DIR, or to a temporary folder.
+Profiles one eager and one compiled call, times eager, compiled, eager writing into
+preallocated outputs, and a plain copy (the bandwidth the device reaches) on the same
+inputs with one method, and prints the fused kernel Inductor generated (Triton on CUDA,
+C++ on CPU). Runs on CUDA when torch sees a GPU, else on the CPU.
 """
 
-import json
-import os
 import re
-import statistics
-import tempfile
-from pathlib import Path
+import resource
 
 import torch
+from torch._inductor.utils import run_and_get_code
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 from torch.utils import benchmark
-from torch._inductor.utils import run_and_get_code
 
-OUT = Path(os.environ.get("SNIPPET_OUTPUT_DIR") or tempfile.mkdtemp(prefix="fusion-"))
 device = "cuda" if torch.cuda.is_available() else "cpu"
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-results = {"device": device}
+results = {}
+results["device"] = device
 
 
 # --8<-- [start:compile]
-def complex_activation(x, y):  # the same six ops as in the Eager mode chapter
+def complex_activation(x, y):  # the six ops of the Eager mode chapter
     a = torch.sin(x)
     b = torch.cos(y)
     c = a * b
@@ -36,137 +34,178 @@ def complex_activation(x, y):  # the same six ops as in the Eager mode chapter
     return torch.relu(e)
 
 
-# 80 MiB per fp32 tensor on CUDA, 16 MiB on a CPU runner: both far bigger than the caches.
+# 20 * 2**20 fp32 values are 80 MiB per tensor on CUDA; a CPU gets 4 * 2**20 (16 MiB).
+# Both are far bigger than the caches: every pass over a tensor goes to DRAM.
 N = 20 * 2**20 if device == "cuda" else 4 * 2**20
 x = torch.randn(N, device=device)
 y = torch.randn(N, device=device)
 
-# On CPU the profiler sees no row for a generated C++ kernel unless Inductor is asked to add one.
+# On CPU the profiler sees no row for a generated C++ kernel unless Inductor adds one.
 with torch._inductor.config.patch({"cpp.enable_kernel_profile": device == "cpu"}):
     compiled_activation = torch.compile(complex_activation)
-    # The first call compiles; run_and_get_code also hands back the Python module Inductor wrote.
+    # The first call compiles; run_and_get_code also returns the module Inductor wrote.
     out, (output_code,) = run_and_get_code(compiled_activation, x, y)
 
-max_error = (out - complex_activation(x, y)).abs().max().item()
-print(f"compiled == eager: {torch.allclose(out, complex_activation(x, y), atol=1e-5)} "
+expected = complex_activation(x, y)
+max_error = (out - expected).abs().max().item()
+print(f"compiled == eager: {torch.allclose(out, expected, atol=1e-5)} "
       f"(largest difference {max_error:.1e})")
 # --8<-- [end:compile]
+results["allclose"] = torch.allclose(out, expected, atol=1e-5)
 results["max_error"] = max_error
-results["allclose"] = torch.allclose(out, complex_activation(x, y), atol=1e-5)
+results["n"] = N
+results["tensor_mib"] = N * x.element_size() / 2**20
 
 
 # --8<-- [start:profile]
-def profile_calls(fn, name):
-    for _ in range(20):  # warm up: the first calls after compiling still pay one-time costs
+def profile_call(fn):
+    for _ in range(20):  # warm up: the first calls after compiling pay one-time costs
         fn(x, y)
     sync()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)  # the kernels the GPU ran
     with profile(activities=activities) as prof:
         fn(x, y)
         sync()
-    prof.export_chrome_trace(str(OUT / f"{name}_trace.json"))
+    return prof
+
+
+def work(prof):
+    """The aten ops a call ran (allocations are not work on the data), and its kernels:
+    on CUDA those the GPU ran; on CPU the rows enable_kernel_profile adds for
+    generated code (an eager CPU op does its work itself, with no kernel row)."""
     events = prof.events()
-    # aten ops that compute (allocations such as aten::empty_strided are not work on the data)
-    ops = [e.name for e in events if e.name.startswith("aten::") and "empty" not in e.name
-           and e.cpu_parent is None]
-    if device == "cuda":  # the kernels that ran on the GPU
+    ops = [e.name for e in events if e.name.startswith("aten::")
+           and e.cpu_parent is None and "empty" not in e.name]
+    if device == "cuda":
         kernels = [e.name for e in events if e.device_type == DeviceType.CUDA]
-    else:  # on CPU a generated kernel only shows as the row enable_kernel_profile adds
+    else:
         kernels = [e.name for e in events if "cpp_fused" in e.name]
-    print(f"{name}: {len(ops)} aten ops {ops}")
-    print(f"{' ' * len(name)}  {len(kernels)} {'GPU kernels' if device == 'cuda' else 'generated kernels'} "
-          f"{[k.split('<')[0].removeprefix('void ')[:60] for k in kernels]}")
+    # "void at::native::kernel<...>(...)" -> "at::native::kernel"; graph_N is a counter
+    kernels = [re.sub(r"graph_\d+_", "graph_N_", k.removeprefix("void "))
+               .split("<")[0].split("(")[0][:60] for k in kernels]
     return ops, kernels
 
 
-eager_ops, eager_kernels = profile_calls(complex_activation, "eager")
-compiled_ops, compiled_kernels = profile_calls(compiled_activation, "compiled")
+traces = {"eager": profile_call(complex_activation),
+          "compiled": profile_call(compiled_activation)}
+found = {name: work(prof) for name, prof in traces.items()}
+for name, (ops, kernels) in found.items():
+    print(f"{name}: {len(ops)} aten ops {ops}")
+    what = "GPU kernels" if device == "cuda" else "generated kernels"
+    print(f"{'':{len(name)}}  {len(kernels)} {what} {kernels}")
 # --8<-- [end:profile]
+results["traces"] = traces
 results["profile"] = {
-    "eager_ops": eager_ops,
-    "eager_op_count": len(eager_ops),
-    "eager_kernel_count": len(eager_kernels),
-    "compiled_ops": compiled_ops,
-    "compiled_op_count": len(compiled_ops),
-    "compiled_kernels": compiled_kernels,
-    "compiled_kernel_count": len(compiled_kernels),
+    name: {"ops": ops, "op_count": len(ops), "kernels": kernels,
+           "kernel_count": len(kernels)}
+    for name, (ops, kernels) in found.items()
 }
+
 
 # --8<-- [start:timing]
-# Bytes that cross the memory bus, in passes over N fp32 values:
-#   eager: sin, cos, relu read 1 and write 1; the mul, add, mul read 2 and write 1 -> 9 reads + 6 writes = 15
-#   fused: read x, read y, write the result                                           -> 3
-tensor_bytes = N * x.element_size()
-eager_bytes, fused_bytes = 15 * tensor_bytes, 3 * tensor_bytes
+def measure(fn, *args, timings=25):
+    """The site's one method: warm up, then `timings` timings of a block of calls;
+    median and IQR (torch.utils.benchmark syncs CUDA around each block)."""
+    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args})
+    block = timer.blocked_autorange(min_run_time=0.2)  # warm-up; picks calls per block
+    (m,) = benchmark.Measurement.merge(
+        [timer.timeit(block.number_per_run) for _ in range(timings)])
+    return m
 
-# The same method for both: warm-up, then blocked_autorange repeats until min_run_time and reports the
-# median and the interquartile range of its timings (it synchronises CUDA around each block).
-min_run_time = 1.0 if device == "cuda" else 0.3
-copy_dst = torch.empty_like(x)
-timers = {
-    "eager": benchmark.Timer("f(x, y)", globals={"f": complex_activation, "x": x, "y": y}),
-    "compiled": benchmark.Timer("f(x, y)", globals={"f": compiled_activation, "x": x, "y": y}),
-    "copy": benchmark.Timer("dst.copy_(x)", globals={"dst": copy_dst, "x": x}),  # read N, write N
+
+copy_to = torch.empty_like(x)
+timing = {
+    "eager": measure(complex_activation, x, y),
+    "compiled": measure(compiled_activation, x, y),
+    "copy": measure(copy_to.copy_, x),  # the bandwidth this device reaches in practice
 }
-times = {name: timer.blocked_autorange(min_run_time=min_run_time) for name, timer in timers.items()}
-copy_gbps = 2 * tensor_bytes / times["copy"].median / 1e9
-print(f"copy_ of one tensor: {copy_gbps:,.0f} GB/s ({len(times['copy'].times)} timings)")
-for name, moved in [("eager", eager_bytes), ("compiled", fused_bytes)]:
-    m = times[name]
-    gbps = moved / m.median / 1e9
-    print(f"{name:>8}: {m.median * 1e6:8,.0f} us median, IQR {m.iqr * 1e6:6,.0f} us ({len(m.times)} timings); "
-          f"moves {moved / 2**20:4.0f} MiB at {gbps:6,.0f} GB/s = {100 * gbps / copy_gbps:3.0f}% of copy")
-print(f"compiled is {times['eager'].median / times['compiled'].median:.1f}x faster "
-      f"and moves {eager_bytes // fused_bytes}x fewer bytes")
+
+# Bytes that cross the memory bus per call, in passes over N fp32 values (4 N bytes):
+#   eager: sin, cos, relu read 1 tensor and write 1; mul, add, mul read 2 and write 1
+#          -> 9 reads + 6 writes = 15 passes, in 6 kernels
+#   fused: read x, read y, write the result -> 3 passes, in 1 kernel
+#   copy:  read x, write the copy            -> 2 passes, in 1 kernel
+tensor_bytes = N * x.element_size()
+passes = {"eager": 15, "compiled": 3, "copy": 2}
+gbps = {name: passes[name] * tensor_bytes / m.median / 1e9
+        for name, m in timing.items()}
+for name, m in timing.items():
+    print(f"{name:>8}: {m.median * 1e6:8,.0f} us median, IQR {m.iqr * 1e6:6,.0f} us, "
+          f"n = {len(m.times)}; {passes[name]:2} passes, "
+          f"{passes[name] * tensor_bytes / 2**20:4.0f} MiB at {gbps[name]:5,.0f} GB/s")
+print(f"eager moves {passes['eager'] // passes['compiled']}x the bytes and takes "
+      f"{timing['eager'].median / timing['compiled'].median:.1f}x the time")
 # --8<-- [end:timing]
-results["timing"] = {
-    "copy_gbps": copy_gbps,
-    "eager_mib": eager_bytes / 2**20,
-    "fused_mib": fused_bytes / 2**20,
-    "speedup": times["eager"].median / times["compiled"].median,
-}
-for name, moved in [("eager", eager_bytes), ("compiled", fused_bytes)]:
-    m = times[name]
-    results["timing"][name] = {
-        "median_us": m.median * 1e6,
-        "iqr_us": m.iqr * 1e6,
-        "timings": len(m.times),
-        "gbps": moved / m.median / 1e9,
-        "share_of_copy": moved / m.median / 1e9 / copy_gbps,
-    }
+results["passes"] = passes
+results["timing"] = timing
+results["bandwidth_gbps"] = gbps
+results["time_ratio"] = timing["eager"].median / timing["compiled"].median
+# A model, not a measurement: each version's bytes at the copy's measured bandwidth.
+results["at_copy_bandwidth_us"] = {
+    name: passes[name] / passes["copy"] * timing["copy"].median * 1e6
+    for name in ("eager", "compiled")}
+
+
+# --8<-- [start:outputs]
+def complex_activation_out(x, y, outputs):
+    """The same six eager ops, each writing into a tensor allocated once, before the
+    timing: the same 15 passes and 6 kernels, but no allocation inside the call."""
+    a, b, c, d, e, result = outputs
+    torch.sin(x, out=a)
+    torch.cos(y, out=b)
+    torch.mul(a, b, out=c)
+    torch.add(c, x, out=d)
+    torch.mul(d, y, out=e)
+    return torch.clamp_min(e, 0, out=result)  # relu(e) is clamp_min(e, 0)
+
+
+def page_faults(fn, *args, calls=10):
+    """Minor page faults per call: the OS mapping a fresh page on its first touch."""
+    fn(*args)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn(*args)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
+outputs = [torch.empty_like(x) for _ in range(6)]
+timing["eager_out"] = measure(complex_activation_out, x, y, outputs)
+faults = {"eager": page_faults(complex_activation, x, y),
+          "eager_out": page_faults(complex_activation_out, x, y, outputs)}
+for name in faults:
+    m = timing[name]
+    print(f"{name:>9}: {m.median * 1e6:8,.0f} us median, IQR {m.iqr * 1e6:6,.0f} us, "
+          f"n = {len(m.times)}; {faults[name]:8,.0f} page faults per call")
+# --8<-- [end:outputs]
+results["page_faults"] = faults
+gbps["eager_out"] = passes["eager"] * tensor_bytes / timing["eager_out"].median / 1e9
+results["share_of_copy"] = {name: gbps[name] / gbps["copy"] for name in gbps}
 
 
 # --8<-- [start:kernel]
 def generated_kernels(code):
-    """The kernel sources inside Inductor's output module: Triton functions on CUDA, C++ on CPU."""
+    """The kernel sources in Inductor's output module: Triton on CUDA, C++ on CPU."""
     triton = re.findall(r"@triton\.jit\n(def .*?)\n'''", code, re.S)
     cpp = re.findall(r"cpp_pybinding\(.*?r'''\n(.*?)\n'''", code, re.S)
     return triton + cpp
 
 
+# Each kernel is handed to async_compile, which compiles them in parallel (a pool of
+# threads or processes) while the module loads: it saves compile time, not run time.
+names = re.findall(r"^(\w+) = async_compile\.\w+\(", output_code, re.M)
 kernels = generated_kernels(output_code)
-print(f"# {len(kernels)} generated kernel(s)")
+print(f"# {len(kernels)} generated kernel(s): {names}")
 for source in kernels:
-    source = re.sub(r"graph_\d+_", "graph_N_", source)  # a per-process counter, not part of the kernel
-    print(source)
+    print(re.sub(r"graph_\d+_", "graph_N_", source))  # graph_N: a per-process counter
 # --8<-- [end:kernel]
-results["generated_kernel_count"] = len(kernels)
-results["generated_kernel_names"] = re.findall(r"\b((?:triton_\w+|cpp)_fused_\w+)\s*=\s*async_compile", output_code)
-
-# Figures scripts/render_assets.py draws from this record: times with their spread, and bandwidth
-# against the copy bandwidth measured above.
-quartiles = {name: statistics.quantiles(times[name].times, n=4) for name in ("eager", "compiled")}
-results["figures"] = {
-    "times": {
-        "kind": "bars", "title": "complex_activation, median time per call (bars: interquartile range)",
-        "unit": "µs", "bars": [{"label": name, "value": times[name].median * 1e6,
-                                "lo": quartiles[name][0] * 1e6, "hi": quartiles[name][2] * 1e6}
-                               for name in ("eager", "compiled")],
-    },
-    "bandwidth": {
-        "kind": "bandwidth", "title": "complex_activation, achieved bandwidth", "peak_gbps": copy_gbps,
-        "peak_label": "copy_ bandwidth", "bars": [{"label": name, "gbps": results["timing"][name]["gbps"]}
-                                                  for name in ("eager", "compiled")],
-    },
+step = re.search(r"x0\+=static_cast<int64_t>\((\d+)L\)", output_code)
+results["kernel"] = {
+    "count": len(kernels),
+    "names": names,
+    "vector_step": int(step.group(1)) if step else None,
+    "vector_bits": int(step.group(1)) * 8 * x.element_size() if step else None,
+    "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    "unroll_in_source": "unroll" in "".join(kernels),
 }
-(OUT / "results.json").write_text(json.dumps(results, indent=2))

@@ -1,0 +1,41 @@
+"""The Eager mode chapter's facts (docs/eager-mode.md), one check per snippet."""
+
+import re
+
+from facts import check
+
+SIX_OPS = ["aten::sin", "aten::cos", "aten::mul", "aten::add", "aten::mul", "aten::relu"]
+
+
+@check("eager_mode/complex_activation.py")
+def _(record):
+    results = record.results
+    profile = results["profile"]
+
+    # Six ops, in the order the function calls them; on CUDA each launched one kernel.
+    printed = re.findall(r"^\s+(aten::\w+)\s", record.section("profile"), re.MULTILINE)
+    assert printed == SIX_OPS, printed
+    assert profile["ops"] == SIX_OPS
+    kernels = profile["kernel_count"]
+    assert kernels == (6 if record.device == "cuda" else 0), kernels
+    assert f"6 ops called, {kernels} GPU kernels launched" in record.section("profile")
+
+    # The call returns no later than its result is ready; the trace is kept for the timeline.
+    assert 0 < profile["busy_us"] <= profile["ready_us"]
+    assert 0 < profile["returned_us"] <= profile["ready_us"]
+    assert results["traces"]["eager"]["trace"] == "traces.eager.trace.json"
+    assert '"traceEvents"' in record.file("traces.eager.trace.json").read_text()
+
+    # The lesson in bytes: 9 reads + 6 writes of N values against the least 3.
+    traffic = results["traffic"]
+    assert (traffic["eager_passes"], traffic["least_passes"]) == (15, 3)
+    assert traffic["eager_mib"] == 15 * results["tensor_mib"]
+    assert traffic["least_mib"] == 3 * results["tensor_mib"]
+    assert "eager: 15 passes" in record.section("traffic")
+    assert "(5x less)" in record.section("traffic")
+
+    # The same inputs as optimizations/fusion.py, whose timing the chapter quotes.
+    assert results["n"] == (20 * 2**20 if record.device == "cuda" else 4 * 2**20)
+    if record.device == "cuda":
+        # Asynchronous dispatch: the CPU is done calling before the GPU is done.
+        assert profile["returned_us"] < profile["ready_us"]
