@@ -26,10 +26,10 @@ from scripts.records import Record
 
 PALETTES = {
     # Text colours reach at least 7:1 against Material's light (#fff) and slate (#1e2129) backgrounds.
-    "light": {"fg": "#1f2330", "muted": "#4a5060", "grid": "#d5d8e0",
-              "series": ["#3949ab", "#bf360c", "#00796b", "#8e24aa"]},
-    "dark": {"fg": "#eceff6", "muted": "#c3c8d6", "grid": "#474c59",
-             "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"]},
+    "light": {"fg": "#1f2330", "muted": "#4a5060", "grid": "#d5d8e0", "bg": "#ffffff",
+              "series": ["#3949ab", "#bf360c", "#00796b", "#8e24aa"], "alt": ["#5c6bc0", "#a6300a"]},
+    "dark": {"fg": "#eceff6", "muted": "#c3c8d6", "grid": "#474c59", "bg": "#1e2129",
+             "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"], "alt": ["#7986cb", "#ff8a65"]},
 }
 KINDS = ("timeline", "bars", "speedup", "lines", "roofline")
 
@@ -271,19 +271,23 @@ def draw_timeline(record: Record, options: dict, colors: dict):
     span = max(lane[3] for lane in lanes)
     rows = [(title, side, bars) for title, cpu, gpu, _ in lanes for side, bars in (("CPU", cpu), ("GPU", gpu))
             if bars or side == "CPU"]
+    unit, factor = ("ms", 1e-3) if span >= 1e4 else ("µs", 1.0)
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
     names = []
     for row, (title, side, bars) in enumerate(reversed(rows)):
-        color = colors["series"][0] if side == "CPU" else colors["series"][1]
-        for start, length, label in bars:
-            ax.broken_barh([(start, max(length, span / 2000))], (row - 0.35, 0.7), color=color)
-            if length > span / 9:
-                ax.text(start + length / 2, row, label, ha="center", va="center", fontsize=10,
+        lane = 0 if side == "CPU" else 1
+        for i, (start, length, label) in enumerate(bars):
+            # Neighbouring calls alternate in shade and are parted by a gap, so six ops read as six.
+            color = (colors["series"][lane], colors["alt"][lane])[i % 2]
+            ax.broken_barh([(start * factor, max(length, span / 2000) * factor)], (row - 0.35, 0.7),
+                           color=color, edgecolor=colors["bg"], linewidth=1.5)
+            if length > span / 12:
+                ax.text((start + length / 2) * factor, row, label, ha="center", va="center", fontsize=10,
                         color="#ffffff" if colors is PALETTES["light"] else "#10121a")
         names.append(f"{title}: {side}")
     ax.set_yticks(range(len(rows)), names)
-    ax.set_xlim(0, span * 1.02)
-    ax.set_xlabel("time since the profiled region began (µs)")
+    ax.set_xlim(0, span * 1.02 * factor)
+    ax.set_xlabel(f"time since the profiled region began ({unit})")
     ax.grid(axis="x")
     counts = ", ".join(f"{t}: {len(c)} CPU calls, {len(g)} GPU kernels" for t, c, g, _ in lanes)
     return fig, f"Timeline of the profiled call on one time axis ({counts})."
