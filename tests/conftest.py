@@ -77,3 +77,18 @@ def pytest_collection_modifyitems(items):
         if module in ("test_browser", "test_facts"):
             continue
         item.add_marker(pytest.mark.xdist_group(module))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """CUDA records that are missing or stale are listed, not failed: only a GPU box can remake them."""
+    from scripts import records
+
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    states = records.states("cuda")
+    lacking = {state: [s for s, st in states.items() if st == state] for state in ("missing", "stale", "failed")}
+    if any(lacking.values()):
+        terminalreporter.section("CUDA records (made on a GPU box: python3 -m scripts.regenerate --device cuda)")
+        for state, snippets in lacking.items():
+            if snippets:
+                terminalreporter.line(f"{state:8} {len(snippets)} of {len(states)} snippets")
