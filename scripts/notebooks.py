@@ -175,6 +175,24 @@ def loads(node: ast.AST) -> set[str]:
     return found
 
 
+def root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def touched(node: ast.AST) -> set[str]:
+    """The names whose objects a statement may change in place: `texts[key] = ...`, `model.flag = ...`,
+    `found.append(...)`, `counts.update(...)`."""
+    found = set()
+    for child in ast.walk(node):
+        if isinstance(child, (ast.Subscript, ast.Attribute)) and isinstance(child.ctx, (ast.Store, ast.Del)):
+            found.add(root(child))
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+            found.add(root(child.func.value))
+    return found - {None}
+
+
 def free_names(nodes: list[ast.stmt]) -> set[str]:
     """The global names a run of statements reads before binding them itself."""
     bound: set[str] = set()
@@ -303,6 +321,8 @@ class Snippet:
     def needed(node: ast.stmt, needed: set[str]) -> bool:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return True
+        if touched(node) & needed:
+            return True  # fills or changes something later code reads (`texts[key] = ...`)
         bound = bindings(node)
         if bound:
             return bool(bound & needed)
@@ -854,8 +874,9 @@ class Builder:
             if name in seen or name not in own:
                 continue
             writer, statement = self.writer.get(name, (snippet.name, ""))
-            if writer == snippet.name or statement in {ast.dump(node) for node in own[name]}:
-                continue  # still this snippet's value, or bound by the very same statement (`import torch`)
+            same = {ast.dump(node) for node in own[name] if isinstance(node, (ast.Import, ast.ImportFrom))}
+            if writer == snippet.name or statement in same:
+                continue  # still this snippet's value, or the very same import (`import torch`)
             seen.add(name)
             for node in own[name]:
                 first, last = snippet.span(node)
