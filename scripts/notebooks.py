@@ -371,7 +371,12 @@ class Snippet:
     def text(self, numbers: list[int], dedent: bool = False) -> str:
         """The source of these lines without markers and plumbing, blank runs squeezed."""
         out: list[str] = []
+        previous = None
         for number in numbers:
+            gap = previous is not None and any(n not in self.drop for n in range(previous + 1, number))
+            if gap and out and out[-1].strip():
+                out.append("")  # statements from apart in the file: a blank line between them
+            previous = number
             if number in self.passes:
                 out.append(self.passes[number])
             elif number not in self.drop:
@@ -873,11 +878,16 @@ class Builder:
             name = todo.pop()
             if name in seen or name not in own:
                 continue
+            seen.add(name)
             writer, statement = self.writer.get(name, (snippet.name, ""))
             same = {ast.dump(node) for node in own[name] if isinstance(node, (ast.Import, ast.ImportFrom))}
             if writer == snippet.name or statement in same:
-                continue  # still this snippet's value, or the very same import (`import torch`)
-            seen.add(name)
+                # Still this snippet's (or the very same import): but a function of it reads its globals
+                # when called, and those may have been rebound.
+                for node in own[name]:
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        todo |= loads(node)
+                continue
             for node in own[name]:
                 first, last = snippet.span(node)
                 if first not in again:
