@@ -483,7 +483,9 @@ def expand(markdown: str, page: Page) -> str:
 
 def notebook_link(page: Page) -> str:
     """Buttons under the title: the page's notebook as a page and as a file to download, where one exists."""
-    notebook = NOTEBOOKS / (page.src_uri.removesuffix(".md").replace("/", "__") + ".ipynb")
+    from scripts import notebooks  # imports this module: import it only once both exist
+
+    notebook = notebooks.notebook_path(records.ROOT / "docs" / page.src_uri)
     if not notebook.exists():
         return ""
     stem = notebook.relative_to(NOTEBOOKS.parent).as_posix().removesuffix(".ipynb")

@@ -8,6 +8,7 @@ TORCH_COMPILE_DEBUG=1 does), into ./inductor_debug/, and reads the artifacts bac
 """
 
 import re
+import shutil
 from pathlib import Path
 
 import torch
@@ -62,6 +63,7 @@ def inductor_keeping_graphs(gm, example_inputs):
 # the same, and undoes it on exit. The FX graph cache is off: a cache hit would skip the
 # steps that write the artifacts.
 DEBUG = Path("inductor_debug")
+shutil.rmtree(DEBUG, ignore_errors=True)  # a second run, too, finds one graph's folder
 patch = {"trace.enabled": True, "trace.debug_dir": str(DEBUG), "fx_graph_cache": False}
 with config.patch(patch):
     compiled_fn = torch.compile(simple_fn, backend=inductor_keeping_graphs)
