@@ -1,0 +1,264 @@
+"""Triton from first principles: program ids, offsets, masks, blocks, warps and stages.
+
+    python snippets/dissecting/triton_basics.py
+
+Three kernels: a vector add, a fused softmax with one row per program, and the same
+softmax as a persistent kernel whose loop over rows is pipelined. Each runs (on a GPU,
+or on the CPU in Triton's interpreter when TRITON_INTERPRET=1 is set before the start)
+and is compared with torch. Then the softmax kernels are compiled ahead of time for
+sm_90 (an H100) with different num_warps and num_stages, with no GPU needed, to show
+what those two launch options change in the compiled kernel.
+"""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.jit import JITFunction
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+results = {"device": device, "triton": triton.__version__}
+
+
+# --8<-- [start:add]
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    # Each program instance handles one block of BLOCK_SIZE consecutive values.
+    pid = tl.program_id(axis=0)  # which block: 0, 1, 2, ...
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # a vector of indices
+    mask = offsets < n  # the last block may run past the end: mask those lanes
+    x = tl.load(x_ptr + offsets, mask=mask)  # masked lanes read nothing
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)  # ... and write nothing
+
+
+def add(x, y, block_size=1024):
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, block_size),)  # one program per block, rounded up
+    add_kernel[grid](x, y, out, n, BLOCK_SIZE=block_size)
+    return out
+# --8<-- [end:add]
+
+
+
+# --8<-- [start:who]
+@triton.jit
+def who_kernel(out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    # Write, into each value, the id of the program that handled it.
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(out_ptr + offsets, pid + tl.zeros((BLOCK_SIZE,), tl.int32),
+             mask=offsets < n)
+# --8<-- [end:who]
+
+
+
+# --8<-- [start:softmax]
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+    # One program per row. The whole row fits in one block: BLOCK_SIZE is the
+    # next power of two above n_cols, and the extra lanes are masked.
+    row = tl.program_id(axis=0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    # Masked lanes read -inf: they do not change the max, and exp(-inf) = 0.
+    x = tl.load(in_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)  # subtract the row's max: exp cannot overflow
+    numerator = tl.exp(x)
+    y = numerator / tl.sum(numerator, axis=0)
+    # The row was read once and is written once; max, exp and sum stayed in
+    # registers. Eager torch ops would write and re-read it between steps.
+    tl.store(out_ptr + row * n_cols + cols, y, mask=mask)
+
+
+def softmax(x):
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, n_cols, BLOCK_SIZE=block, num_warps=4)
+    return out
+# --8<-- [end:softmax]
+
+
+
+# --8<-- [start:persistent]
+@triton.jit
+def softmax_persistent(out_ptr, in_ptr, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
+                       NUM_STAGES: tl.constexpr):
+    # Fewer programs than rows: each one loops over rows pid, pid + programs, ...
+    # With NUM_STAGES > 1 the compiler loads the next rows while this one is
+    # being computed, into buffers in shared memory (software pipelining).
+    start = tl.program_id(axis=0)
+    step = tl.num_programs(axis=0)
+    for row in tl.range(start, n_rows, step, num_stages=NUM_STAGES):
+        cols = tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        x = tl.load(in_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+        x = x - tl.max(x, axis=0)
+        numerator = tl.exp(x)
+        y = numerator / tl.sum(numerator, axis=0)
+        tl.store(out_ptr + row * n_cols + cols, y, mask=mask)
+# --8<-- [end:persistent]
+
+
+
+
+# --8<-- [start:compile]
+def compile_for_sm90(kernel, types, constants, **options):
+    """Compile a kernel ahead of time for an H100 (sm_90): no GPU needed."""
+    # Under TRITON_INTERPRET=1, @triton.jit gives the interpreter's wrapper; the
+    # compiler takes a JITFunction of the same Python function.
+    if not isinstance(kernel, JITFunction):
+        kernel = JITFunction(kernel.fn)
+    signature = {**types, **{name: "constexpr" for name in constants}}
+    # Every pointer and size is a multiple of 16: a launch infers this from its
+    # arguments; here we state it.
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(types))}
+    source = ASTSource(fn=kernel, signature=signature, constexprs=constants,
+                       attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+CUOBJDUMP = Path(triton.backends.nvidia.__file__).parent / "bin" / "cuobjdump"
+
+
+def registers(cubin):
+    """Registers per thread, from the cuobjdump that triton ships. It reads a file:
+    give it an in-memory one, so nothing is left on disk."""
+    fd = os.memfd_create("kernel.cubin")
+    try:
+        os.write(fd, cubin)
+        done = subprocess.run([str(CUOBJDUMP), "-res-usage", f"/proc/self/fd/{fd}"],
+                              pass_fds=(fd,), capture_output=True, text=True,
+                              check=True)
+    finally:
+        os.close(fd)
+    return int(re.search(r"REG:(\d+)", done.stdout).group(1))
+# --8<-- [end:compile]
+
+
+def where_made():
+    if device == "cuda":
+        return f"on a machine with an {torch.cuda.get_device_name()}"
+    return "on a machine without a GPU"
+
+
+# Under TRITON_INTERPRET=1, triton's own @jit library functions (tl.max, tl.sum)
+# are interpreter wrappers too, which the compiler cannot compile: hand it the
+# JITFunction of each while compiling. Without that variable nothing changes.
+swapped = []
+for module in (tl, tl.core, tl.standard, tl.math):
+    for name, value in list(vars(module).items()):
+        if isinstance(value, InterpretedFunction):
+            swapped.append((module, name, value))
+            setattr(module, name, JITFunction(value.fn))
+label = f"compiled for sm_90 {where_made()}; never run"
+results["label"] = label
+
+# --8<-- [start:warps]
+# num_warps: how many warps (groups of 32 threads) run one program. The block of
+# 1024 values is spread over 32 * num_warps threads; the layout says how.
+types = {"out_ptr": "*fp32", "in_ptr": "*fp32", "n_cols": "i32"}
+warps, files = {}, {}
+print(label)
+for num_warps in (1, 4, 8, 16):
+    kernel = compile_for_sm90(softmax_kernel, types, {"BLOCK_SIZE": 1024},
+                              num_warps=num_warps)
+    ttgir = kernel.asm["ttgir"]
+    layout = re.search(r"#ttg\.blocked<\{sizePerThread = \[(\d+)\].*?"
+                       r"warpsPerCTA = \[(\d+)\]", ttgir)
+    warps[num_warps] = {
+        "ttgir_num_warps": int(re.search(r'"ttg\.num-warps" = (\d+)', ttgir).group(1)),
+        "size_per_thread": int(layout.group(1)),
+        "warps_per_cta": int(layout.group(2)),
+        "values_per_thread": 1024 // (32 * num_warps),
+        "registers": registers(kernel.asm["cubin"]),
+        "shared_bytes": kernel.metadata.shared}
+    files[f"softmax.sm_90.num_warps_{num_warps}.ttgir"] = ttgir
+    w = warps[num_warps]
+    print(f"num_warps={num_warps:<2}  ttg.num-warps = {w['ttgir_num_warps']:<2}  "
+          f"sizePerThread = [{w['size_per_thread']}]  warpsPerCTA = "
+          f"[{w['warps_per_cta']}]  {w['values_per_thread']:>2} values/thread  "
+          f"{w['registers']:>3} registers  {w['shared_bytes']:>3} B shared")
+# --8<-- [end:warps]
+results["warps"] = warps
+
+# --8<-- [start:stages]
+# num_stages: how many iterations of a loop are in flight. Each stage past the
+# first holds one more row (1024 fp32 = 4 KiB) in shared memory.
+types = {"out_ptr": "*fp32", "in_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}
+stages = {}
+for num_stages in (1, 2, 3, 4):
+    kernel = compile_for_sm90(softmax_persistent, types,
+                              {"BLOCK_SIZE": 1024, "NUM_STAGES": num_stages},
+                              num_warps=4)
+    ttgir = kernel.asm["ttgir"]
+    stages[num_stages] = {
+        "async_copies": len(re.findall(r"ttg\.async_copy_global_to_local", ttgir)),
+        "shared_bytes": kernel.metadata.shared,
+        "registers": registers(kernel.asm["cubin"])}
+    if num_stages == 3:
+        files["softmax_persistent.sm_90.num_stages_3.ttgir"] = ttgir
+    s = stages[num_stages]
+    print(f"num_stages={num_stages}  {s['async_copies']} async copies to shared "
+          f"memory  {s['shared_bytes']:>6,} B shared  {s['registers']} registers")
+# --8<-- [end:stages]
+results["stages"] = stages
+results["files"] = files
+
+for module, name, value in swapped:  # the interpreter's wrappers, back
+    setattr(module, name, value)
+interpreted = isinstance(add_kernel, InterpretedFunction)
+if device == "cpu" and not interpreted:
+    print("The kernels were not run: with no GPU, Triton runs them in its "
+          "interpreter only when TRITON_INTERPRET=1 is set before Python starts.")
+    raise SystemExit
+results["ran"] = "Triton's interpreter on the CPU" if interpreted else device
+
+# --8<-- [start:add_run]
+n = 98_432  # not a multiple of 1024: the last of the 97 blocks is partly masked
+x, y = torch.rand(n, device=device), torch.rand(n, device=device)
+add_error = (add(x, y) - (x + y)).abs().max().item()
+print(f"{triton.cdiv(n, 1024)} programs of 1024 values for n = {n:,}; "
+      f"max error against torch: {add_error}")
+# --8<-- [end:add_run]
+results["add"] = {"n": n, "programs": triton.cdiv(n, 1024), "max_error": add_error}
+
+
+# --8<-- [start:who_run]
+out = torch.full((10,), -1, dtype=torch.int32, device=device)
+who_kernel[(triton.cdiv(10, 4),)](out, 10, BLOCK_SIZE=4)
+print(f"n = 10, BLOCK_SIZE = 4, grid = ({triton.cdiv(10, 4)},): {out.tolist()}")
+# --8<-- [end:who_run]
+results["who"] = out.tolist()
+
+
+# --8<-- [start:softmax_run]
+rows, cols = (4096, 781) if device == "cuda" else (256, 781)
+z = torch.randn(rows, cols, device=device)
+softmax_error = (softmax(z) - torch.softmax(z, dim=1)).abs().max().item()
+print(f"{rows} programs, one per row of {cols} values, BLOCK_SIZE = "
+      f"{triton.next_power_of_2(cols)}; max error against torch: {softmax_error:.1e}")
+# --8<-- [end:softmax_run]
+results["softmax"] = {"rows": rows, "cols": cols, "max_error": softmax_error,
+                      "block_size": triton.next_power_of_2(cols)}
+
+
+# --8<-- [start:persistent_run]
+programs = 32  # on a GPU, a few per SM; here, any number below the rows
+out = torch.empty_like(z)
+softmax_persistent[(programs,)](out, z, rows, cols,
+                                BLOCK_SIZE=triton.next_power_of_2(cols), NUM_STAGES=3)
+persistent_error = (out - torch.softmax(z, dim=1)).abs().max().item()
+print(f"{programs} programs for {rows} rows; max error against torch: "
+      f"{persistent_error:.1e}")
+# --8<-- [end:persistent_run]
+results["persistent"] = {"programs": programs, "max_error": persistent_error}
