@@ -183,11 +183,8 @@ def render_output(args: list[str], page: Page) -> str:
         else:
             raise DirectiveError(f"the {record.device} record of {snippet} printed nothing in section '{section}'")
         fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-        language = languages[record.device]
-        # Output wraps at the column (.mlc-output in extra.css); code-like output keeps its lines.
-        block = f"{fence}{{ .{language} .mlc-output }}\n{text.rstrip()}\n{fence}"
-        if language != "text":
-            block = f"{fence}{language}\n{text.rstrip()}\n{fence}"
+        # Output wraps at the column (.mlc-output in extra.css), code-like output too.
+        block = f"{fence}{{ .{languages[record.device]} .mlc-output }}\n{text.rstrip()}\n{fence}"
         bodies.append((record.device, stale_warning(record) + block + "\n\n" + provenance(page, record)))
     return tabs(bodies)
 

@@ -581,12 +581,16 @@ def outside_code(text: str, change) -> str:
     def flush():
         if prose:
             joined = "\n".join(prose)
-            pieces, last = [], 0
-            for span in CODE_SPAN.finditer(joined):
-                pieces += [change(joined[last:span.start()]), span.group(0)]
-                last = span.end()
-            pieces.append(change(joined[last:]))
-            out.append("".join(pieces))
+            # Code spans stand aside as placeholders, so a link whose text is code (`[`f.py`](f.py)`)
+            # is still one link to change.
+            spans: list[str] = []
+
+            def stand_aside(match: re.Match) -> str:
+                spans.append(match.group(0))
+                return f"\x00{len(spans) - 1}\x00"
+
+            changed = change(CODE_SPAN.sub(stand_aside, joined))
+            out.append(re.sub("\x00(\\d+)\x00", lambda m: spans[int(m.group(1))], changed))
             prose.clear()
 
     for line, fenced in zip(lines, mask):
@@ -727,6 +731,9 @@ class Builder:
         text = rewrite_links(text, self.src, self.notebook)
         text = outside_code(text, lambda part: ATTR_LIST.sub("", part))  # `{ .md-button }`: the site's styling
         text = outside_code(text, lambda part: re.sub(r"\n{3,}", "\n\n", part)).strip("\n")
+        # mkdocs-jupyter's table of contents mislinks headings with code in them: keep the words, drop the ticks.
+        text = "\n".join(line.replace("`", "") if not fenced and line.startswith("#") else line
+                         for line, fenced in zip(text.split("\n"), fence_mask(text.split("\n"))))
         if text.strip():
             self.cells.append(self.markdown(text, self.attachments))
         self.attachments = {}

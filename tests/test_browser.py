@@ -199,10 +199,15 @@ def test_search_lands_on_a_chapter(server, browser, query):
     context, page, _ = open_page(browser, base, "")
     page.locator("input.md-search__input").click()
     page.keyboard.type(query, delay=20)  # Material searches on key events, which fill() skips
-    results = page.locator(".md-search-result__item > .md-search-result__link")
-    results.first.wait_for(timeout=15_000)
-    links = [results.nth(i).get_attribute("href") for i in range(results.count())]
-    titles = [results.nth(i).locator("h1").first.inner_text() for i in range(results.count())]
+    page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+    found = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.md-search-result__item')).map(item => {
+             const link = item.querySelector('.md-search-result__link');
+             const title = item.querySelector('h1, h2');
+             return [link ? link.getAttribute('href') : '', title ? title.innerText : ''];
+           })"""
+    )
+    links, titles = [f[0] for f in found], [f[1] for f in found]
     context.close()
     assert "notebooks/" not in links[0], f"'{query}' lands first on a notebook: {links[0]}"
     assert not [link for link in links if "notebooks/" in link], f"notebooks in the results: {links}"
