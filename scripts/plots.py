@@ -210,7 +210,10 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     roof = [min(peak, x * bandwidth / 1e3) for x in xs]
     fig, ax = plt.subplots(figsize=(8, 4.6))
     ax.plot(xs, roof, color=colors["fg"], linewidth=1.5)
-    ax.text(xs[0], roof[0], f" {readable(bandwidth)} GB/s", fontsize=10, color=colors["fg"], va="bottom", rotation=0)
+    # The memory roof's label sits above the slope, clear of the points under it.
+    at = (xs[0] * ridge) ** 0.5
+    ax.text(at, at * bandwidth / 1e3 * 1.6, f"{readable(bandwidth)} GB/s ", fontsize=10, color=colors["fg"],
+            va="bottom", ha="right")
     ax.text(xs[-1], peak, f"{readable(peak)} TFLOP/s ", fontsize=10, color=colors["fg"], va="bottom", ha="right")
     for i, p in enumerate(points):
         marker = "o" if p.get("measured") else "s"

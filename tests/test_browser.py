@@ -260,6 +260,8 @@ def test_figures_are_readable_on_a_phone(server, browser):
         ):
             if figure["width"] == 0:  # the other palette's copy, hidden
                 continue
+            if figure["src"].endswith("#only-dark"):
+                small.append(f"{path}: {figure['src']} is the dark copy, shown in the light palette")
             svg = (out / path / figure["src"].split("#")[0]).resolve().read_text()
             size = svg_text_px(svg, figure["width"])
             if size < FIGURE_TEXT_MIN_PX and not figure["zoom"]:
