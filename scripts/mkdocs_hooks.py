@@ -69,8 +69,11 @@ except ModuleNotFoundError:
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
 NOTEBOOKS = records.ROOT / "docs" / "notebooks"
-DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->[ \t]*$", re.MULTILINE)
-INLINE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->")
+# A directive's options may run over several lines (a long caption), but never past its own "-->".
+ARGS = r"(?P<args>(?:(?!-->).)*?)"
+DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->[ \t]*$",
+                       re.MULTILINE | re.DOTALL)
+INLINE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->", re.DOTALL)
 FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 CONDITIONAL = ("recorded", "else", "end")
 

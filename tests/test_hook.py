@@ -106,6 +106,12 @@ def test_value_formats_numbers_and_keeps_integers(tree, options, expected):
     assert shown(text).replace("&#x27;", "'") == expected
 
 
+def test_a_directive_may_run_over_lines_but_stops_at_its_own_end(tree):
+    write_record(tree, "cpu")
+    text = expand(tree, f"<!-- md:value {SNIPPET} n\n     device=cpu fmt=, --> and <!-- md:value {SNIPPET} n device=cpu -->")
+    assert shown(text.split(" and ")[0]) == "65,536" and shown(text.split(" and ")[1]) == "65536"
+
+
 def test_value_defaults_to_cuda_and_says_where_it_was_recorded(tree):
     write_record(tree, "cuda")
     text = expand(tree, f"<!-- md:value {SNIPPET} n -->")
@@ -290,7 +296,7 @@ def test_output_of_one_section_in_a_language_per_device(tree):
     write_record(tree, "cuda", stdout="x = 1\n")
     write_record(tree, "cpu", stdout="y = 2\n")
     text = expand(tree, f"<!-- md:output {SNIPPET}:main lang=cuda:python,cpu:cpp -->\n")
-    assert "```python\n    x = 1" in text and "```cpp\n    y = 2" in text
+    assert "```{ .python .mlc-output }\n    x = 1" in text and "```{ .cpp .mlc-output }\n    y = 2" in text
 
 
 def test_output_with_no_record_on_any_device_fails_naming_the_command(tree):
