@@ -108,7 +108,8 @@ def test_value_formats_numbers_and_keeps_integers(tree, options, expected):
 
 def test_a_directive_may_run_over_lines_but_stops_at_its_own_end(tree):
     write_record(tree, "cpu")
-    text = expand(tree, f"<!-- md:value {SNIPPET} n\n     device=cpu fmt=, --> and <!-- md:value {SNIPPET} n device=cpu -->")
+    two = f"<!-- md:value {SNIPPET} n\n     device=cpu fmt=, --> and <!-- md:value {SNIPPET} n device=cpu -->"
+    text = expand(tree, two)
     assert shown(text.split(" and ")[0]) == "65,536" and shown(text.split(" and ")[1]) == "65536"
 
 
