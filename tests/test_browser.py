@@ -169,28 +169,16 @@ def test_page_loads_cleanly_and_is_accessible(server, browser, path):
     assert not problems, f"{path or 'home'}:\n" + "\n".join(problems)
 
 
-def test_content_tabs_copy_button_and_palette_toggle_work(server, browser):
-    base, _ = server
-    context, page, watch = open_page(browser, base, "eager-mode/")
-    context.grant_permissions(["clipboard-read", "clipboard-write"])
-
-    # A tab per recorded device only: a reader can never land on an empty tab.
-    for tabs in page.locator(".tabbed-set").all():
-        for block in tabs.locator(".tabbed-block").all():
-            assert "not yet recorded" not in block.inner_text().lower()
-
-    block = page.locator(".md-content pre").first
-    block.hover()
-    block.locator("button[data-md-type=copy], button.md-clipboard").first.click()
-    copied = page.evaluate("navigator.clipboard.readText()")
-    assert "def complex_activation" in copied
-
-    scheme = "document.body.getAttribute('data-md-color-scheme')"
-    before = page.evaluate(scheme)
-    page.locator("form[data-md-component=palette] label:visible").first.click()
-    assert page.evaluate(scheme) != before
-    assert not watch.problems, watch.problems
-    context.close()
+def test_no_tab_lands_on_a_missing_record(server):
+    """A tab per recorded device only: a click on one (linked tabs switch every page) never shows a reader an
+    empty tab."""
+    _, out = server
+    empty = []
+    for page in sorted(out.rglob("*.html")):
+        for block in re.findall(r'<div class="tabbed-block">(.*?)</div>', page.read_text(), flags=re.S):
+            if "not yet recorded" in block.lower():
+                empty.append(str(page.relative_to(out)))
+    assert not empty, f"tabs that hold no record: {sorted(set(empty))}"
 
 
 @pytest.mark.parametrize("query", ["graph break", "guard"])
