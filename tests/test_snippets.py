@@ -75,3 +75,29 @@ def test_a_copied_snippet_runs_alone_and_leaves_a_clean_folder(tmp_path):
     assert result.stdout.splitlines()[:3] == recorded.splitlines()[:3]
     left = sorted(p.name for p in folder.iterdir() if p.name != copy.name)
     assert left == [], f"the snippet left {left} in the reader's folder"
+
+
+def measure_functions() -> dict[str, str]:
+    """snippet -> the code of its `measure` function (docstring left out), for every snippet that times."""
+    found = {}
+    for name in SNIPPETS:
+        for node in ast.parse((records.SNIPPETS / name).read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name == "measure":
+                body = node.body[1:] if isinstance(node.body[0], ast.Expr) and \
+                    isinstance(node.body[0].value, ast.Constant) else node.body
+                found[name] = ast.dump(node.args) + ast.dump(ast.Module(body=body, type_ignores=[]))
+    return found
+
+
+def test_every_snippet_times_by_the_one_method():
+    """Each timed snippet carries its own copy of `measure`, so it runs alone; the copies must stay one method
+    (one for torch, one for JAX, whose arrays torch's Timer cannot wait for)."""
+    found = measure_functions()
+    assert len(found) >= 10, "the snippets that time should define measure()"
+    for framework, members in (("JAX", [n for n in found if n.startswith("jax/")]),
+                               ("torch", [n for n in found if not n.startswith("jax/")])):
+        variants = {found[n] for n in members}
+        assert len(variants) <= 1, (
+            f"the {framework} snippets time by {len(variants)} different measure() functions: "
+            f"copy the one in {members[0]} to {', '.join(m for m in members if found[m] != found[members[0]])}"
+        )
