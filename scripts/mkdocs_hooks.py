@@ -68,7 +68,6 @@ except ModuleNotFoundError:
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
-NOTEBOOKS = records.ROOT / "docs" / "notebooks"
 # A directive's options may run over several lines (a long caption), but never past its own "-->".
 ARGS = r"(?P<args>(?:(?!-->).)*?)"
 DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->[ \t]*$",
@@ -223,14 +222,9 @@ def render_figure(args: list[str], page: Page) -> str:
     if not shown_records:
         raise DirectiveError(f"there is no {LABELS[only]} record of {snippet}: put the figure inside md:recorded")
     for record in shown_records:
-        kept = None
-        if "kind" not in found and name != "timeline":
-            try:
-                kept = record.value(name)
-            except KeyError:
-                raise DirectiveError(f"{name} is not kept in the {record.device} record's results") from None
-        if isinstance(kept, dict) and "fxgraph" in kept:
-            mermaid, alt = diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
+        diagram = fx_diagram(record, name, found)
+        if diagram is not None:
+            mermaid, alt = diagram
             shown = f"```mermaid\n{mermaid.rstrip()}\n```\n\n" + f'<p class="mlc-alt">{html.escape(alt)}</p>'
         else:
             shown = draw(page, record, name, found)
@@ -238,6 +232,19 @@ def render_figure(args: list[str], page: Page) -> str:
     figure = tabs(bodies) if len(bodies) > 1 else bodies[0][1] + "\n"
     number = f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> {html.escape(caption)}</p>'
     return f'<div class="mlc-figure" markdown>\n\n{figure}\n{number}\n\n</div>\n'
+
+
+def fx_diagram(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, str] | None:
+    """(Mermaid source, alt text) when NAME is an FX graph kept in the record's results; None for a chart."""
+    if "kind" in found or name == "timeline":
+        return None
+    try:
+        kept = record.value(name)
+    except KeyError:
+        raise DirectiveError(f"{name} is not kept in the {record.device} record's results") from None
+    if not (isinstance(kept, dict) and "fxgraph" in kept):
+        return None
+    return diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
 
 
 def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
@@ -488,7 +495,7 @@ def notebook_link(page: Page) -> str:
     notebook = notebooks.notebook_path(records.ROOT / "docs" / page.src_uri)
     if not notebook.exists():
         return ""
-    stem = notebook.relative_to(NOTEBOOKS.parent).as_posix().removesuffix(".ipynb")
+    stem = notebook.relative_to(notebooks.DOCS).as_posix().removesuffix(".ipynb")
     as_page = page.link(stem + "/")
     download = page.link(f"{stem}/{notebook.name}")  # mkdocs-jupyter copies the .ipynb beside its page
     button = '<a class="md-button notebook-link" href="{}"{}>{}</a>'
