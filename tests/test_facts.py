@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from facts import SKIPS, load
@@ -28,11 +31,15 @@ def test_every_snippet_has_a_check():
 def test_fresh_run(snippet, tmp_path):
     if snippet.startswith("jax/"):
         pytest.importorskip("jax", reason="JAX is the optional jax extra (the README's test command installs it)")
-    try:
-        runner.run(records.SNIPPETS / snippet, tmp_path)
-    finally:
-        if "torch" in sys.modules:  # forget compiled graphs: the next snippet compiles as it would alone
-            sys.modules["torch"]._dynamo.reset()
+    # Its own process, as the recorder runs it: nothing an earlier snippet imported, patched or compiled in
+    # this worker (Triton's interpreter patches triton.language while it runs) can change this run.
+    (tmp_path / "files").mkdir()
+    done = subprocess.run([sys.executable, str(Path(runner.__file__)), str(records.SNIPPETS / snippet), str(tmp_path)],
+                          cwd=tmp_path / "files", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        pytest.fail(f"snippets/{snippet} exited {done.returncode}:\n{done.stderr[-4000:]}", pytrace=False)
+    (tmp_path / "stdout.txt").write_text(done.stdout)
     run = records.Record(snippet, "cpu", tmp_path)
     run.device = run.results.get("device", "cpu")
     CHECKS[snippet](run)
