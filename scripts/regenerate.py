@@ -10,7 +10,10 @@ Run it from the repository root, with a Python that has torch (the README's set-
     python -m scripts.regenerate --unpack records.tar.gz    # put a packed set of records in place
 
 Each snippet runs in a fresh process (scripts/runner.py) with compiler caches of its own (Inductor, Triton,
-the C++ precompiled header), so a cold or warm compile claim never depends on what ran before. The record
+the C++ precompiled header), so a cold or warm compile claim never depends on what ran before. A snippet
+that times something (its results hold a timing) then runs again in more fresh processes (--processes, 5 by
+default) with the caches its first run left warm, and each timing in its record pools every process: what
+it prints, its files and every other value come from the first process, which compiled from cold. The record
 layout and the words fresh, stale, failed, corrupt and missing belong to scripts/records.py.
 
 Text is scrubbed of what is private to the machine (repo, home and temp paths, user and host names, object
@@ -104,6 +107,23 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_caches() -> dict:
+    """This CPU's caches as Linux lists them for core 0 ({"L1d": bytes, "L2": ..., "L3": ...}), and
+    llc_bytes, the largest: what "bigger than the caches" is measured against."""
+    caches = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        with contextlib.suppress(OSError, ValueError):
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+            units = {"K": 2**10, "M": 2**20, "G": 2**30}
+            caches[f"L{level}" + ("d" if kind == "Data" else "i" if kind == "Instruction" else "")] = (
+                int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size))
+    if caches:
+        caches["llc_bytes"] = max(caches.values())
+    return caches
+
+
 def environment(device: str) -> dict:
     env = {
         "python": platform.python_version(),
@@ -114,6 +134,7 @@ def environment(device: str) -> dict:
         "jax": version_of("jax"),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "caches": cpu_caches(),
     }
     if device == "cuda":
         import torch
@@ -127,6 +148,7 @@ def environment(device: str) -> dict:
             compute_capability=f"{props.major}.{props.minor}",
             cuda=torch.version.cuda,
             driver=nvidia_driver(),
+            gpu_l2_bytes=getattr(props, "L2_cache_size", None),
         )
     return env
 
@@ -252,8 +274,54 @@ def snippet_env(scratch: Path, device: str) -> tuple[dict, dict]:
     return env, overrides
 
 
-def run_one(snippet: str, args, env_info: dict) -> tuple[bool, float, str]:
-    """Run one snippet into a hidden folder beside its record; swap it in if it succeeded."""
+def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float) -> tuple[int | None, str]:
+    """Run one snippet process, its output to files; (exit status or None, reason)."""
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+        try:
+            status = process.wait(timeout=timeout)
+            return status, f"exit status {status}"
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return None, f"timed out after {timeout:g} s"
+        except BaseException:  # Ctrl-C or SIGTERM: stop the snippet too
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+
+
+def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -> tuple[int | None, str]:
+    """Run a snippet that times something again in fresh processes (records.PROCESSES in all), with the
+    compile caches the first run left, and pool each timing over every process into results.json."""
+    results_path = work / records.FILES / records.RESULTS
+    first = json.loads(results_path.read_text())
+    if args.processes < 2 or not any(records.timings_in(first)):
+        return 0, ""
+    runs = [first]
+    for number in range(2, args.processes + 1):
+        progress(f"process {number}/{args.processes}")
+        again = scratch / f"repeat-{number}"
+        (again / records.FILES).mkdir(parents=True)
+        command = [sys.executable, str(RUNNER), str(source), str(again)]
+        status, reason = launch(command, again / records.FILES, env, again / records.STDOUT, again / "stderr.txt",
+                                args.timeout)
+        if status != 0:
+            shutil.copy(again / "stderr.txt", work / "stderr.txt")
+            return status, f"{reason} in process {number} of {args.processes}"
+        runs.append(json.loads((again / records.FILES / records.RESULTS).read_text()))
+        shutil.rmtree(again, ignore_errors=True)
+    try:
+        results_path.write_text(json.dumps(records.merge_runs(runs), indent=1) + "\n")
+    except (KeyError, IndexError, TypeError) as error:
+        return 1, (f"a later process kept other timings than the first ({error}): "
+                   f"a snippet must time the same things every run")
+    return 0, ""
+
+
+def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> tuple[bool, float, str]:
+    """Run one snippet into a hidden folder beside its record (again in fresh processes if it times
+    something); swap it in if every run succeeded."""
     source = args.snippets_dir / snippet
     final = records.record_dir(snippet, args.device, args.outputs_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -265,22 +333,16 @@ def run_one(snippet: str, args, env_info: dict) -> tuple[bool, float, str]:
     env, overrides = snippet_env(scratch, args.device)
     command = [sys.executable, str(RUNNER), str(source), str(work)]
     started = time.monotonic()
-    with open(work / records.STDOUT, "wb") as out, open(work / "stderr.txt", "wb") as err:
-        process = subprocess.Popen(command, cwd=work / records.FILES, env=env, stdout=out, stderr=err,
-                                   start_new_session=True)
-        try:
-            status = process.wait(timeout=args.timeout)
-            reason = f"exit status {status}"
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            status, reason = None, f"timed out after {args.timeout:g} s"
-        except BaseException:  # Ctrl-C or SIGTERM: stop the snippet too, drop its half-made record
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            shutil.rmtree(work, ignore_errors=True)
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
+    try:
+        status, reason = launch(command, work / records.FILES, env, work / records.STDOUT, work / "stderr.txt",
+                                args.timeout)
+        if status == 0:
+            status, why = repeat(source, work, scratch, env, args, progress)
+            reason = why or reason
+    except BaseException:  # drop the half-made record
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     duration = time.monotonic() - started
     shutil.rmtree(scratch, ignore_errors=True)
     scrub_tree(work, scrub)
@@ -354,7 +416,9 @@ def regenerate(args) -> int:
             if env_info is None:
                 env_info = environment(args.device)
             print(f"{prefix} running {snippet} ...", flush=True)
-            ok, duration, detail = run_one(snippet, args, env_info)
+            ok, duration, detail = run_one(
+                snippet, args, env_info,
+                progress=lambda text, p=prefix, s=snippet: print(f"{p}   ... {s}: {text}", flush=True))
             counts["ran" if ok else "failed"] += 1
             verdict = "ran    " if ok else "FAILED "
             print(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""), flush=True)
@@ -467,6 +531,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="after running, pack all of this device's records into FILE (.tar.gz)")
     parser.add_argument("--unpack", type=Path, metavar="FILE",
                         help="put the records packed in FILE in place under the outputs folder; run nothing")
+    parser.add_argument("--processes", type=int, default=records.PROCESSES, metavar="N",
+                        help=f"fresh processes a snippet that times runs in; its timings pool them all "
+                             f"(default {records.PROCESSES}; 1 for a quick look, not for records)")
     parser.add_argument("--timeout", type=positive_seconds, default=900, metavar="S",
                         help="per-snippet limit in seconds (default 900)")
     parser.add_argument("--snippets-dir", type=Path, default=records.SNIPPETS, help=argparse.SUPPRESS)

@@ -12,7 +12,8 @@ runs SNIPPET with FOLDER/files as its working folder and writes, beside what the
 
 A snippet fills `results` with plain values, and with a few objects the runner knows how to keep:
 
-    torch.utils.benchmark.Measurement   {"median_us", "iqr_us", "q1_us", "q3_us", "n", "times_us"}
+    torch.utils.benchmark.Measurement   {"work", "threads", "median_us", "iqr_us", "q1_us", "q3_us", "n",
+                                         "times_us"}: "work" is the Timer's label
     torch.profiler.profile              its Chrome trace, saved as <key>.trace.json (host and path fields
                                         dropped); the value becomes {"trace": "<key>.trace.json"}
     torch.fx.GraphModule or Graph,      the graphs as text, saved as <key>.fxgraph.txt;
@@ -165,7 +166,10 @@ def timing(m) -> dict:
     """A torch.utils.benchmark Measurement as the site's timing record, in microseconds."""
     median, iqr = m.median, m.iqr  # computes the quartiles, which _p25 and _p75 then hold
     q1, q3 = getattr(m, "_p25", None), getattr(m, "_p75", None)
+    spec = m.task_spec
     return {
+        "work": spec.label or spec.stmt,  # what was timed, as the snippet's measure() named it
+        "threads": spec.num_threads,
         "median_us": median * 1e6,
         "iqr_us": iqr * 1e6,
         "q1_us": (q1 if q1 is not None else median - iqr / 2) * 1e6,

@@ -296,3 +296,55 @@ def test_judge_is_about_the_same_exactly_when_the_band_holds_one():
     assert (round(ratio, 6), round(lo, 6), round(hi, 6)) == (1.25, 1.0, round(110 / 75, 6))
     assert records.judge(a, t(80, 75, 90)) == "about the same"  # the band touches 1
     assert records.judge(a, t(80, 75, 89.9)) == "1.2× faster"
+
+
+def p(*medians):
+    """A timing pooled over fresh processes, one median each."""
+    return {"median_us": sorted(medians)[len(medians) // 2], "process_medians_us": list(medians)}
+
+
+@pytest.mark.parametrize("a, b, words", [
+    (p(100, 200, 140), p(50, 100, 70), "2.0× faster"),   # each process saw 2x, though the processes differ 2x
+    (p(100, 100, 100), p(90, 110, 95), "about the same"),  # one process saw b slower, one faster
+    (p(100, 100, 100), p(97, 98, 97), "about the same"),  # within 5 %: too close for this machine to call
+    (p(100, 100, 100), p(80, 85, 82), "1.2× faster"),
+    (p(100, 100, 100), p(300, 310, 290), "3.0× slower"),
+])
+def test_judge_uses_the_ratio_in_each_process(a, b, words):
+    assert records.judge(a, b) == words
+
+
+def test_pooled_timings_keep_each_process_and_every_block():
+    runs = [{"median_us": m, "times_us": [m - 1, m, m + 1], "n": 3, "threads": 2, "work": "f()"} for m in (10, 30, 20)]
+    first = {"timing": {"a": runs[0]}, "faults": 5}
+    merged = records.merge_runs([first, {"timing": {"a": runs[1]}, "faults": 7}, {"timing": {"a": runs[2]}}])
+    pooled = merged["timing"]["a"]
+    assert pooled["process_medians_us"] == [10, 30, 20] and pooled["processes"] == 3
+    assert pooled["n"] == 9 and pooled["median_us"] == 20 and pooled["threads"] == 2
+    assert merged["faults"] == 5  # values other than timings are the first process's
+    with pytest.raises(KeyError):
+        records.merge_runs([first, {"timing": {}}])
+
+
+def test_one_number_per_measurement():
+    """Two records that time the same work (the same function on the same shapes, eager or compiled) on the
+    same device, release and thread count must agree within the spread of their processes' medians; a
+    page that needs a number quotes the one record that measures it."""
+    seen: dict[tuple, tuple[str, dict]] = {}
+    clashes = []
+    for record in RECORDS:
+        for key, timing in records.timings_in(record.results):
+            if not timing.get("work") or not timing.get("process_medians_us"):
+                continue
+            ident = (record.device, record.environment.get("torch"), timing.get("threads"), timing["work"])
+            where = f"{record.device}/{record.snippet} {key}"
+            if ident in seen:
+                other_where, other = seen[ident]
+                lo = max(min(timing["process_medians_us"]), min(other["process_medians_us"]))
+                hi = min(max(timing["process_medians_us"]), max(other["process_medians_us"]))
+                if lo > hi:
+                    clashes.append(f"{timing['work']}: {other_where} ({other['median_us']:,.1f} us) and {where} "
+                                   f"({timing['median_us']:,.1f} us) disagree beyond their processes' spreads")
+            else:
+                seen[ident] = (where, timing)
+    assert not clashes, "\n".join(clashes)

@@ -38,7 +38,7 @@ def matmul_softmax(x, y):  # TorchInductor page: a matmul, then softmax per row
     return torch.softmax(x @ y, dim=1)
 
 
-N = 20 * 2**20  # the Eager mode chapter's GPU size: 80 MiB per fp32 tensor
+N = 64 * 2**20  # the Eager mode chapter's GPU size: 256 MiB per fp32 tensor
 EXAMPLES = {  # the function, its inputs' shapes and their dtype, on the GPU
     "complex_activation": (complex_activation, [(N,), (N,)], torch.float32),
     "linear_relu": (linear_relu, [(8192, 512), (512, 8192), (8192,)], torch.bfloat16),

@@ -26,6 +26,21 @@ CHECKS: dict[str, Callable] = {}
 SKIPS: dict[str, str] = {}
 
 
+def timed(timing: dict, names) -> None:
+    """Each named timing was taken by the site's method: at least 10 interleaved rounds in a process, on a
+    stated number of threads, naming the work it timed; a committed record pools every fresh process it
+    ran in (scripts.records.PROCESSES), one median per process."""
+    from scripts import records
+
+    for name in names:
+        m = timing[name]
+        assert m["n"] >= 10 and len(m["times_us"]) == m["n"], f"{name}: {m['n']} timings"
+        assert m["median_us"] > 0 and m["iqr_us"] >= 0, name
+        assert m.get("threads", 0) >= 1 and m.get("work"), f"{name}: no thread count or work named"
+        if "processes" in m:
+            assert m["processes"] == len(m["process_medians_us"]) >= records.PROCESSES, name
+
+
 def check(snippet: str):
     """Register the decorated function as the one check of snippets/<snippet>."""
     def register(function: Callable) -> Callable:

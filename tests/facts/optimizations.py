@@ -2,17 +2,9 @@
 
 import re
 
-from facts import check
+from facts import check, timed
 
 SIX_OPS = ["aten::sin", "aten::cos", "aten::mul", "aten::add", "aten::mul", "aten::relu"]
-
-
-def timed(timing, names):
-    """Each timing holds the site's stated minimum of 25 timings, median and IQR."""
-    for name in names:
-        m = timing[name]
-        assert m["n"] >= 25 and len(m["times_us"]) == m["n"], f"{name}: {m['n']} timings"
-        assert m["median_us"] > 0 and m["iqr_us"] >= 0, name
 
 
 @check("optimizations/fusion.py")
@@ -37,18 +29,25 @@ def _(record):
         assert eager["kernel_count"] == 0
         assert compiled["kernels"] == ["graph_N_cpp_fused_add_cos_mul_relu_sin_0"]
 
-    # The lesson in bytes: 15 passes against 3, the same inputs as the Eager chapter.
+    # The lesson in bytes: 15 passes against 3, on tensors at least 4x the last-level cache (the page says
+    # every pass goes to DRAM), so the copy it is set against is a DRAM figure too.
     assert results["passes"] == {"eager": 15, "compiled": 3, "copy": 2}
-    assert results["n"] == (20 * 2**20 if record.device == "cuda" else 4 * 2**20)
+    assert results["n"] == (64 * 2**20 if record.device == "cuda" else 32 * 2**20)
+    env = record.environment
+    llc = env.get("gpu_l2_bytes") if record.device == "cuda" else (env.get("caches") or {}).get("llc_bytes")
+    if llc:
+        assert results["tensor_mib"] * 2**20 >= 4 * llc, (results["tensor_mib"], llc)
     assert "eager moves 5x the bytes" in record.section("timing")
-    timed(results["timing"], ("eager", "compiled", "copy", "eager_out"))
+    timed(results["timing"], ("eager", "compiled", "copy"))
+    timed(results["timing_out"], ("eager", "eager_out"))
     for name in ("eager", "compiled", "copy"):
         assert results["bandwidth_gbps"][name] > 0
     assert results["share_of_copy"]["copy"] == 1
 
     # Preallocated outputs: the same six ops with no allocation, counted in page faults.
     faults = results["page_faults"]
-    assert faults["eager"] >= 0 and faults["eager_out"] >= 0, faults
+    assert set(faults) == {"eager", "eager_out", "compiled"}, faults
+    assert all(n >= 0 for n in faults.values()), faults
     assert "page faults per call" in record.section("outputs")
 
     # One fused kernel, handed to async_compile; on CPU a vectorized loop, not unrolled.
