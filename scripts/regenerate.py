@@ -295,7 +295,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -
     """Run a snippet that times something again in fresh processes (records.PROCESSES in all), with the
     compile caches the first run left, and pool each timing over every process into results.json."""
     results_path = work / records.FILES / records.RESULTS
-    first = json.loads(results_path.read_text())
+    first = json.loads(results_path.read_text()) if results_path.exists() else {}
     if args.processes < 2 or not any(records.timings_in(first)):
         return 0, ""
     runs = [first]

@@ -480,3 +480,42 @@ def test_a_file_that_is_not_an_archive_is_refused(tree):
     junk = tree / "junk.tar.gz"
     junk.write_text("not an archive")
     assert bad(unpack(tree, junk), "cannot read archive")
+
+
+# A snippet that "times" something: each process draws its own median.
+TIMED = """\
+import os, random
+median = random.uniform(1, 100)
+results = {"timing": {"f": {"median_us": median, "times_us": [median] * 3, "n": 3, "work": "f()", "threads": 1}},
+           "printed": median}
+print("median", median)
+"""
+
+
+def test_a_timed_snippet_runs_in_several_processes_and_pools_its_timings(tree):
+    (tree / "snippets" / "demo" / "timed.py").write_text(TIMED)
+    result = regenerate(tree, "--only", "demo/timed.py", "--processes", "3")
+    assert result.returncode == 0, result.stderr
+    assert "process 3/3" in result.stdout
+    results = json.loads((record(tree, "demo/timed") / "files" / "results.json").read_text())
+    timing = results["timing"]["f"]
+    assert timing["processes"] == 3 and len(timing["process_medians_us"]) == 3 and timing["n"] == 9
+    assert timing["process_medians_us"][0] == results["printed"]  # the first process's own values stay
+    assert len(set(timing["process_medians_us"])) == 3  # three processes, three draws
+    provenance = records.Record("demo/timed.py", "cpu", record(tree, "demo/timed"), tree / "snippets").provenance()
+    assert "timed on 1 thread in 3 fresh processes" in provenance
+
+
+def test_a_snippet_whose_later_process_fails_keeps_its_old_record(tree):
+    snippet = tree / "snippets" / "demo" / "timed.py"
+    snippet.write_text(TIMED)
+    assert regenerate(tree, "--only", "demo/timed.py", "--processes", "2").returncode == 0
+    before = (record(tree, "demo/timed") / "files" / "results.json").read_text()
+    # The first process passes; every later one finds the mark the first left, and fails.
+    snippet.write_text(TIMED + 'mark = os.environ["FAIL_MARK"]\nif os.path.exists(mark):\n'
+                               '    raise SystemExit("a later process failed")\nopen(mark, "w").close()\n')
+    result = regenerate(tree, "--only", "demo/timed.py", "--processes", "3",
+                        env=dict(os.environ, FAIL_MARK=str(tree / "mark")))
+    assert result.returncode == 1
+    assert "in process 2 of 3" in result.stdout
+    assert (record(tree, "demo/timed") / "files" / "results.json").read_text() == before

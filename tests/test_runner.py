@@ -186,15 +186,18 @@ MEASURE = """\
 from torch.utils import benchmark
 from torch.utils.benchmark.utils.common import TaskSpec
 m = benchmark.Measurement(number_per_run=1, raw_times=[1e-6, 2e-6, 3e-6, 4e-6, 5e-6],
-                          task_spec=TaskSpec(stmt="pass", setup="pass"))
+                          task_spec=TaskSpec(stmt="pass", setup="pass", label="f(float32[8])", num_threads=2))
 {touch}
 results = {{"timing": {{"eager": m}}}}
 """
-TIMING = {"median_us": 3.0, "iqr_us": 2.0, "q1_us": 2.0, "q3_us": 4.0, "n": 5, "times_us": [1.0, 2.0, 3.0, 4.0, 5.0]}
+TIMING = {"work": "f(float32[8])", "threads": 2, "median_us": 3.0, "iqr_us": 2.0, "q1_us": 2.0, "q3_us": 4.0,
+          "n": 5, "times_us": [1.0, 2.0, 3.0, 4.0, 5.0]}
 
 
 def approx_timing(timing: dict) -> dict:
-    return {k: [round(x, 6) for x in v] if isinstance(v, list) else round(v, 6) for k, v in timing.items()}
+    def rounded(v):
+        return [round(x, 6) for x in v] if isinstance(v, list) else round(v, 6) if isinstance(v, float) else v
+    return {k: rounded(v) for k, v in timing.items()}
 
 
 def test_a_measurement_becomes_the_sites_timing_dict(tmp_path):

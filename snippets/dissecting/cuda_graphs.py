@@ -17,14 +17,32 @@ results["device"] = device
 
 
 # --8<-- [start:measure]
-def measure(fn, *args, timings=25):
-    """The site's one method: warm up, then `timings` timings of a block of calls;
-    median and IQR (torch.utils.benchmark syncs CUDA around each block)."""
-    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args})
-    block = timer.blocked_autorange(min_run_time=0.2)  # warm-up; picks calls per block
-    (m,) = benchmark.Measurement.merge(
-        [timer.timeit(block.number_per_run) for _ in range(timings)])
-    return m
+def measure(candidates, rounds=10):
+    """The site's one method. `candidates` maps a name to (fn, *args). Each is warmed
+    up and given a block of calls; then one block of each is timed in turn, round
+    after round (A, B, A, B, ...), so a burst of load from elsewhere hits all alike.
+    Returns name -> Measurement, per call. Timer runs on 1 thread unless told, so it
+    is told: all of torch's threads. The recorder repeats the whole snippet in fresh
+    processes, so the spread that judges a comparison includes theirs."""
+    def work(fn, args):  # what was timed: "compiled f(float32[1024, 256], ...)"
+        inner = getattr(fn, "_orig_mod", fn)
+        compiled = inner is not fn or hasattr(fn, "_torchdynamo_orig_callable")
+        kind = "compiled " if compiled else ""
+        shapes = ", ".join(f"{str(a.dtype)[6:]}{list(a.shape)}" for a in args
+                           if isinstance(a, torch.Tensor))
+        return f"{kind}{getattr(inner, '__name__', type(inner).__name__)}({shapes})"
+
+    timers = {name: benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                                    label=work(fn, args),
+                                    num_threads=torch.get_num_threads())
+              for name, (fn, *args) in candidates.items()}
+    calls = {name: timer.blocked_autorange(min_run_time=0.2).number_per_run
+             for name, timer in timers.items()}  # warm-up; picks calls per block
+    blocks = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            blocks[name].append(timer.timeit(calls[name]))
+    return {name: benchmark.Measurement.merge(b)[0] for name, b in blocks.items()}
 # --8<-- [end:measure]
 
 
@@ -51,7 +69,7 @@ results.update(n_ops=N_OPS, size=SIZE)
 results["timing"] = {}
 
 # --8<-- [start:eager]
-m_eager = measure(chain, x)
+m_eager = measure({"eager": (chain, x)})["eager"]
 report("eager, one launch per op" if device == "cuda" else "eager, one op at a time",
        m_eager)
 # --8<-- [end:eager]
@@ -79,7 +97,7 @@ if device == "cuda":
     graph.replay()
     graph_matches = torch.allclose(static_out, chain(new_x))
     print(f"replayed graph matches eager: {graph_matches}")
-    m_graph = measure(graph.replay)
+    m_graph = measure({"cuda_graph": (graph.replay,)})["cuda_graph"]
     report("CUDA graph replay, one launch", m_graph)
 else:
     print("No GPU: a CPU op runs its loop right where PyTorch calls it. There is no")
@@ -104,9 +122,9 @@ if device == "cuda":
             out = fn(x)
         matches[name] = torch.allclose(out, chain(x), rtol=1e-4)
         print(f"{name} matches eager: {matches[name]}")
-    m_compiled = measure(fused, x)
+    m_compiled, m_reduce = measure({"compiled": (fused, x),
+                                    "reduce_overhead": (replayed, x)}).values()
     report("torch.compile, fused kernel", m_compiled)
-    m_reduce = measure(replayed, x)
     report('mode="reduce-overhead"', m_reduce)
 else:
     print("Skipped on CPU: torch.compile would fuse the chain into one C++ loop,")

@@ -47,7 +47,7 @@ def matmul_softmax(x, y):  # TorchInductor page and Benchmarking: matmul, softma
 
 # The chapters' GPU sizes: shapes only, so they cost nothing here.
 EXAMPLES = {
-    "complex_activation": (complex_activation, [(20 * 2**20,), (20 * 2**20,)],
+    "complex_activation": (complex_activation, [(64 * 2**20,), (64 * 2**20,)],
                            torch.float32),
     "linear_relu": (linear_relu, [(8192, 512), (512, 8192), (8192,)], torch.bfloat16),
     "matmul_softmax_100": (matmul_softmax, [(100, 100), (100, 100)], torch.float32),
@@ -139,14 +139,32 @@ results["specs"] = {  # keyed "h100", "h200"; the ridge: FLOPs per byte where ro
 results["label"] = "a model from published specifications (H100 SXM, H200 SXM)"
 
 
-def measure(fn, *args, timings=25):
-    """The site's one method: warm up, then `timings` timings of a block of calls;
-    median and IQR (torch.utils.benchmark syncs CUDA around each block)."""
-    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args})
-    block = timer.blocked_autorange(min_run_time=0.2)  # warm-up; picks calls per block
-    (m,) = benchmark.Measurement.merge(
-        [timer.timeit(block.number_per_run) for _ in range(timings)])
-    return m
+def measure(candidates, rounds=10):
+    """The site's one method. `candidates` maps a name to (fn, *args). Each is warmed
+    up and given a block of calls; then one block of each is timed in turn, round
+    after round (A, B, A, B, ...), so a burst of load from elsewhere hits all alike.
+    Returns name -> Measurement, per call. Timer runs on 1 thread unless told, so it
+    is told: all of torch's threads. The recorder repeats the whole snippet in fresh
+    processes, so the spread that judges a comparison includes theirs."""
+    def work(fn, args):  # what was timed: "compiled f(float32[1024, 256], ...)"
+        inner = getattr(fn, "_orig_mod", fn)
+        compiled = inner is not fn or hasattr(fn, "_torchdynamo_orig_callable")
+        kind = "compiled " if compiled else ""
+        shapes = ", ".join(f"{str(a.dtype)[6:]}{list(a.shape)}" for a in args
+                           if isinstance(a, torch.Tensor))
+        return f"{kind}{getattr(inner, '__name__', type(inner).__name__)}({shapes})"
+
+    timers = {name: benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                                    label=work(fn, args),
+                                    num_threads=torch.get_num_threads())
+              for name, (fn, *args) in candidates.items()}
+    calls = {name: timer.blocked_autorange(min_run_time=0.2).number_per_run
+             for name, timer in timers.items()}  # warm-up; picks calls per block
+    blocks = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            blocks[name].append(timer.timeit(calls[name]))
+    return {name: benchmark.Measurement.merge(b)[0] for name, b in blocks.items()}
 
 
 # --8<-- [start:roofline]
@@ -166,8 +184,8 @@ timings = {}
 if device == "cuda":  # place the measurements beside the model
     for name, (fn, shapes, dtype) in EXAMPLES.items():
         inputs = [torch.randn(shape, device=device, dtype=dtype) for shape in shapes]
-        timings[name] = {"eager": measure(fn, *inputs),
-                         "compiled": measure(torch.compile(fn), *inputs)}
+        timings[name] = measure({"eager": (fn, *inputs),
+                                 "compiled": (torch.compile(fn), *inputs)})
     for kind, model_kind in (("eager", "eager"), ("compiled", "fused")):
         for name, m in ((name, timings[name][kind]) for name in EXAMPLES):
             achieved = model[name]["flops"] / m.median / 1e12

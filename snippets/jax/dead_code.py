@@ -8,6 +8,7 @@ keep_unused=True (three reach XLA), and the HLO XLA compiled (two). Times eager 
 jitted. Runs on the GPU when JAX sees one, else on the CPU.
 """
 
+import os
 import re
 import statistics
 import time
@@ -140,35 +141,48 @@ results["allclose"] = same
 
 
 # --8<-- [start:measure]
-def measure(fn, *args, timings=25):
-    """The site's one method: warm up, then `timings` timings of a block of calls;
-    median and IQR per call. JAX returns before the device is done, so every block
-    ends with block_until_ready(), as torch's Timer syncs CUDA around each block."""
-
-    def block(number):  # seconds per call, over `number` calls
+def measure(candidates, rounds=10):
+    """The site's one method, for JAX. `candidates` maps a name to (fn, *args). Each is
+    warmed up (its first call traces and compiles) and given a block of calls lasting
+    10 ms at least; then one block of each is timed in turn, round after round (A, B,
+    A, B, ...). JAX returns before the device is done, so every block ends with
+    block_until_ready(), as torch's Timer syncs CUDA. Per call, in microseconds. XLA's
+    CPU client runs on a thread pool as large as the machine's cores."""
+    def block(fn, args, number):  # seconds per call, over `number` calls
         start = time.perf_counter()
         for _ in range(number):
             out = fn(*args)
         jax.block_until_ready(out)
         return (time.perf_counter() - start) / number
 
-    jax.block_until_ready(fn(*args))  # first call: traces and compiles
-    number, warm_until = 1, time.perf_counter() + 0.2
-    while time.perf_counter() < warm_until:  # warm-up; picks the calls per block
-        if block(number) * number < 0.01:  # a block lasts 10 ms at least
-            number *= 2
-    times = [block(number) for _ in range(timings)]
-    q1, median, q3 = statistics.quantiles(times, n=4, method="inclusive")
-    return {"median_us": median * 1e6, "iqr_us": (q3 - q1) * 1e6,
-            "q1_us": q1 * 1e6, "q3_us": q3 * 1e6, "n": len(times),
-            "times_us": [t * 1e6 for t in times]}
+    calls = {}
+    for name, (fn, *args) in candidates.items():
+        jax.block_until_ready(fn(*args))
+        number, warm_until = 1, time.perf_counter() + 0.2
+        while time.perf_counter() < warm_until:  # warm-up; picks the calls per block
+            if block(fn, args, number) * number < 0.01:
+                number *= 2
+        calls[name] = number
+    times = {name: [] for name in candidates}
+    for _ in range(rounds):
+        for name, (fn, *args) in candidates.items():
+            times[name].append(block(fn, args, calls[name]))
+    timings = {}
+    for name, (fn, *args) in candidates.items():
+        q1, median, q3 = statistics.quantiles(times[name], n=4, method="inclusive")
+        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
+        timings[name] = {
+            "work": f"{name} {getattr(fn, '__name__', 'fn')}({shapes})",
+            "threads": os.cpu_count(), "median_us": median * 1e6,
+            "iqr_us": (q3 - q1) * 1e6, "q1_us": q1 * 1e6, "q3_us": q3 * 1e6,
+            "n": len(times[name]), "times_us": [t * 1e6 for t in times[name]]}
+    return timings
 # --8<-- [end:measure]
 
 
 # --8<-- [start:timing]
 # Eager runs all three matmuls, one XLA computation each; the jitted mlp runs two.
-m_eager = measure(mlp, *args)
-m_jit = measure(mlp_jit, *args)
+m_eager, m_jit = measure({"eager": (mlp, *args), "jit": (mlp_jit, *args)}).values()
 for label, m in (("eager", m_eager), ("jax.jit", m_jit)):
     print(f"{label:<8} {m['median_us']:10,.0f} us median, "
           f"IQR {m['iqr_us']:8,.0f} us, n = {m['n']}")

@@ -105,7 +105,7 @@ def _(record):
 def _(record):
     model = record.results["model"]
     act = model["complex_activation"]
-    n = 20 * 2**20
+    n = 64 * 2**20
     assert [op["op"] for op in act["ops"]] == ["sin", "cos", "mul", "add", "mul", "relu"]
     assert act["fused_bytes"] == 3 * n * 4 and act["eager_bytes"] == 15 * n * 4
     assert act["h100"]["memory_bound"] and act["h200"]["memory_bound"]
