@@ -422,9 +422,14 @@ def regenerate(args) -> int:
             counts["ran" if ok else "failed"] += 1
             verdict = "ran    " if ok else "FAILED "
             print(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""), flush=True)
-        if args.archive:
-            packed = pack(args.outputs_dir, args.device, args.archive)
-            print(f"packed {packed} {args.device} records into {args.archive}")
+        if args.archive and counts["failed"] and not args.pack_failed:
+            print(f"regenerate: not packing {args.archive}: {counts['failed']} snippet(s) failed, and their "
+                  f"old records would travel as if this run had made them; fix them, or add --pack-failed to "
+                  f"pack them marked as failed", file=sys.stderr)
+        elif args.archive:
+            packed, failed = pack(args.outputs_dir, args.device, args.archive, args.failed_dir)
+            print(f"packed {packed} {args.device} records into {args.archive}"
+                  + (f", with {failed} failed run(s) that mark their records failed at home" if failed else ""))
     total = time.monotonic() - started
     print(
         f"regenerate ({args.device}): {counts['ran']} ran, {counts['fresh']} fresh, "
@@ -436,16 +441,22 @@ def regenerate(args) -> int:
 # ------------------------------------------------------------------------------------ archive transport
 
 
-def pack(outputs_dir: Path, device: str, archive: Path) -> int:
-    """Write every record of `device` into one .tar.gz (atomically), members named <device>/<record>/..."""
+def pack(outputs_dir: Path, device: str, archive: Path, failed_dir: Path | None = None) -> tuple[int, int]:
+    """Write every record of `device` into one .tar.gz (atomically), members named <device>/<record>/...,
+    and the kept output of each failed run as failed/<device>/<record>/..., so that at home the record it
+    failed to replace reads "failed", never "fresh". Returns (records, failed runs)."""
     found = records.find_records(device, outputs_dir)
+    failed = records.find_records(device, failed_dir) if failed_dir is not None else []
     archive = Path(archive)
     partial = archive.with_name(f".{archive.name}.partial")
     with tarfile.open(partial, "w:gz") as tar:
         for record in found:
             tar.add(record.folder, arcname=record.folder.relative_to(outputs_dir).as_posix(), filter=_plain)
+        for record in failed:
+            tar.add(record.folder, arcname="failed/" + record.folder.relative_to(failed_dir).as_posix(),
+                    filter=_plain)
     partial.rename(archive)
-    return len(found)
+    return len(found), len(failed)
 
 
 def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -454,8 +465,9 @@ def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def unpack(archive: Path, outputs_dir: Path) -> int:
-    """Put each record of an archive made by --archive in place, one atomic swap per record."""
+def unpack(archive: Path, outputs_dir: Path, failed_dir: Path = records.FAILED) -> int:
+    """Put each record of an archive made by --archive in place, one atomic swap per record; failed runs
+    (failed/<device>/...) go where the recorder keeps failed runs, so their records read "failed"."""
     try:
         tar = tarfile.open(archive, "r:*")
     except (OSError, tarfile.TarError) as error:
@@ -464,6 +476,8 @@ def unpack(archive: Path, outputs_dir: Path) -> int:
         members = tar.getmembers()
         for member in members:
             parts = Path(member.name).parts
+            if parts and parts[0] == "failed":
+                parts = parts[1:]
             if (
                 member.name.startswith("/") or ".." in parts or not parts or parts[0] not in DEVICES
                 or not (member.isfile() or member.isdir())
@@ -482,6 +496,11 @@ def unpack(archive: Path, outputs_dir: Path) -> int:
             final = outputs_dir / record.folder.relative_to(tmp)
             final.parent.mkdir(parents=True, exist_ok=True)
             swap_into_place(record.folder, final)
+        for device in DEVICES:
+            for record in records.find_records(device, Path(tmp) / "failed"):
+                final = failed_dir / record.folder.relative_to(Path(tmp) / "failed")
+                final.parent.mkdir(parents=True, exist_ok=True)
+                swap_into_place(record.folder, final)
     return len(found)
 
 
@@ -529,6 +548,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="say the state of each record (fresh, stale, failed, corrupt, missing); run nothing")
     parser.add_argument("--archive", type=Path, metavar="FILE",
                         help="after running, pack all of this device's records into FILE (.tar.gz)")
+    parser.add_argument("--pack-failed", action="store_true",
+                        help="with --archive: pack even if some snippets failed (their records are marked failed)")
     parser.add_argument("--unpack", type=Path, metavar="FILE",
                         help="put the records packed in FILE in place under the outputs folder; run nothing")
     parser.add_argument("--processes", type=int, default=records.PROCESSES, metavar="N",
@@ -569,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     try:
         if args.unpack:
-            count = unpack(args.unpack, args.outputs_dir)
+            count = unpack(args.unpack, args.outputs_dir, args.failed_dir)
             print(f"unpacked {count} records from {args.unpack} into {args.outputs_dir}")
             return 0
         if args.list:

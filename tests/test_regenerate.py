@@ -439,6 +439,27 @@ def test_archive_round_trip(tree):
     assert records.record("demo/hello.py", "cpu", elsewhere, tree / "snippets").state == "fresh"
 
 
+def test_an_archive_is_refused_while_a_snippet_failed_and_carries_failures_when_asked(tree):
+    assert regenerate(tree).returncode == 0
+    (tree / "snippets" / "demo" / "hello.py").write_text(HELLO + "raise SystemExit('broken on this box')\n")
+    archive = tree / "records.tar.gz"
+    refused = regenerate(tree, "--archive", str(archive))
+    assert refused.returncode == 1 and "not packing" in refused.stderr and "--pack-failed" in refused.stderr
+    assert not archive.exists()
+    packed = regenerate(tree, "--archive", str(archive), "--pack-failed")
+    assert "with 1 failed run(s)" in packed.stdout
+    with tarfile.open(archive) as tar:
+        assert "failed/cpu/demo/hello/manifest.json" in tar.getnames()
+    home = tree / "home"
+    unpacked = subprocess.run(
+        [sys.executable, "-m", "scripts.regenerate", "--unpack", str(archive), "--outputs-dir", str(home / "o"),
+         "--failed-dir", str(home / "failed")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert unpacked.returncode == 0, unpacked.stderr
+    at_home = records.Record("demo/hello.py", "cpu", home / "o" / "cpu" / "demo" / "hello", tree / "snippets",
+                             home / "failed")
+    assert at_home.state == "failed"  # the old record came along, but it does not read fresh
+
+
 def unpack(tree, archive):
     return subprocess.run(
         [sys.executable, "-m", "scripts.regenerate", "--unpack", str(archive), "--outputs-dir", str(tree / "o")],

@@ -10,9 +10,9 @@ matmul + softmax compiled in each mode at two sizes. On the CPU, where CUDA grap
 nothing, it compares default with max-autotune-no-cudagraphs at one size.
 """
 
+import contextlib
 import logging
 import os
-import shutil
 import tempfile
 import time
 from unittest import mock
@@ -20,6 +20,7 @@ from unittest import mock
 import torch
 import torch._inductor
 from torch._inductor.graph import GraphLowering
+from torch._inductor.runtime.cache_dir_utils import cache_dir
 from torch._inductor.utils import fresh_cache, is_big_gpu
 from torch.utils import benchmark
 
@@ -124,6 +125,10 @@ results["min_sms"] = MIN_SMS
 results["is_big_gpu"] = big
 results["sm_warning"] = any("SMs" in m for m in seen)
 
+# Where each compile's empty kernel cache is made (kept until the timings are done:
+# later calls may load kernels from these folders).
+folders = tempfile.TemporaryDirectory()
+
 # --8<-- [start:timings]
 # On CUDA: three modes, at the source's size (launch overhead rules) and at one where
 # the matmul does. On the CPU only default and max-autotune-no-cudagraphs differ.
@@ -134,21 +139,35 @@ else:
     TIMED = ["default", "max-autotune-no-cudagraphs"]
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
-# The first compilation in a process also pays for starting the compiler (imports,
-# worker pools, the C++ header). Pay it here, untimed, so compile times compare modes.
-# An unrelated function, so that no kernel of simple_fn is built before the modes.
-torch.compile(lambda t: t.cos() + 1)(torch.ones(8, device=device))
-torch._dynamo.reset()
 # Run one after another in one process, a mode would reuse what an earlier one built:
 # its FX graph, its AOTAutograd graph, its autotuning results, its compiled kernels.
-# So those caches are off, and each mode compiles into an empty kernel cache of its
-# own (fresh_cache: new Inductor and Triton folders, in-memory copies dropped).
+# So those caches are off, and each compile gets an empty kernel cache of its own
+# (fresh_cache: new Inductor and Triton folders, in-memory copies dropped).
 NO_CACHES = {"fx_graph_cache": False, "fx_graph_remote_cache": False,
              "autotune_local_cache": False, "autotune_remote_cache": False}
 CACHES = {"fx_graph": False, "aot_autograd": False, "autotune": False,
           "kernels": "an empty folder per mode"}
+
+
+@contextlib.contextmanager
+def nothing_cached():
+    with fresh_cache(dir=folders.name, delete=False), \
+            torch._inductor.config.patch(NO_CACHES), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        yield cache_dir()  # this compile's own kernel cache
+
+
+# The first compilation in a process also pays for starting the compiler: imports,
+# worker pools, tables built on first use (by the matmul's lowering and autotuning,
+# the reductions' code generation). Pay it here, untimed, so compile times compare
+# modes: an unrelated small function that takes those paths, compiled with nothing
+# cached (a cache hit would skip them, and warm nothing).
+with nothing_cached():
+    warm_up = torch.compile(lambda a: (a @ a).exp().sum(dim=0),
+                            mode="max-autotune-no-cudagraphs")
+    warm_up(torch.ones(8, 8, device=device))
+torch._dynamo.reset()  # drops the pitfall's graph too: each mode starts from nothing
 print("caches: FX graph, AOTAutograd and autotune off; kernels: an empty one per mode")
-folders = tempfile.mkdtemp()  # kept until the timings: later calls may load from them
 
 timings, compile_s, matmul, wrote = {}, {}, {}, {}  # per size, per mode
 for n in SIZES:
@@ -159,9 +178,7 @@ for n in SIZES:
     for mode in TIMED:
         compiled_fn = torch.compile(simple_fn, mode=mode, dynamic=False)
         code = []  # Inductor hands each graph's generated Python here
-        with fresh_cache(dir=folders, delete=False), \
-                torch._inductor.config.patch(NO_CACHES), \
-                torch._functorch.config.patch(enable_autograd_cache=False), \
+        with nothing_cached() as folder, \
                 mock.patch.object(GraphLowering, "save_output_code", code.append):
             # The call that compiles, autotuning included. One wall-clock reading: a
             # compile happens once. A new mode is a new backend to Dynamo: it traces
@@ -171,7 +188,6 @@ for n in SIZES:
             compiled_fn(x, y)
             sync()
             compile_s[n][mode] = time.perf_counter() - start
-            folder = os.environ["TORCHINDUCTOR_CACHE_DIR"]
             wrote[n][mode] = sum(len(files) for _, _, files in os.walk(folder))
         candidates[mode] = (compiled_fn, x, y)
         # A matmul left to the vendor library is an extern_kernels.mm call; a Triton
@@ -192,7 +208,7 @@ for n in SIZES:
             f"{matmul[n][mode]}")
         print(f"  {mode:<26} {m.median * 1e6:9.1f} us ({m.iqr * 1e6:6.1f}), "
               f"{len(m.times)}{extra}")
-shutil.rmtree(folders)
+folders.cleanup()
 # --8<-- [end:timings]
 results["sizes"] = SIZES
 results["timed_modes"] = TIMED

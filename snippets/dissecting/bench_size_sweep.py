@@ -4,7 +4,7 @@
 
 Runs on CUDA when torch sees a GPU (sizes 64 to 4096), else on the CPU (64 to 1024, to
 stay quick). Each size is compiled for its own static shape and warmed up; both sides
-are timed the site's way: 25 timings, median and IQR.
+are timed the site's way, in the same rounds: median and IQR.
 """
 
 import torch

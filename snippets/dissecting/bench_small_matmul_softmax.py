@@ -4,7 +4,8 @@
 
 Runs on CUDA when torch sees a GPU, else on the CPU. Times the first calls one by one,
 the way a quick experiment does (the first compiled call is the compilation), then eager
-and compiled the site's way: warmed up, synchronised, 25 timings, median and IQR.
+and compiled the site's way: warmed up, synchronised, timed in the same rounds, median
+and IQR.
 """
 
 import time

@@ -65,8 +65,9 @@ def show(label, m, extra=""):
 
 
 # --8<-- [start:count]
-# FlopCounterMode counts the FLOPs of matrix products (2*M*N*K for an M x K by K x N
-# product) and nothing else. For every other op we count one FLOP per output value,
+# FlopCounterMode has formulas for matrix products (2*M*N*K for an M x K by K x N
+# product), convolutions and attention, and none for element-wise ops or reductions.
+# For every other op we count one FLOP per output value,
 # five for softmax (max, subtract, exp, sum, divide): a floor, since sin or exp cost
 # many instructions each.
 PER_ELEMENT = {"_softmax": 5}
@@ -226,6 +227,7 @@ results["timing"] = {"copy": m_copy, "add": sweep[-1], "add_tiny": sweep[0],
 results["copy_gbps"], results["add_gbps"] = copy_gbps, add_gbps
 results["add_share_of_copy"] = add_gbps / copy_gbps
 results["matmul_tflops"], results["ridge"] = mm_tflops, ridge
+# The threads the roofs were measured on: measure() gives Timer all of torch's.
 hardware = (torch.cuda.get_device_name() if device == "cuda"
             else f"this CPU ({torch.get_num_threads()} threads)")
 results["regimes_roofline"] = {

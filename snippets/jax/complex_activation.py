@@ -140,9 +140,9 @@ def measure(candidates, rounds=10):
     """The site's one method, for JAX. `candidates` maps a name to (fn, *args). Each is
     warmed up (its first call traces and compiles) and given a block of calls lasting
     10 ms at least; then one block of each is timed in turn, round after round (A, B,
-    A, B, ...). JAX returns before the device is done, so every block ends with
-    block_until_ready(), as torch's Timer syncs CUDA. Per call, in microseconds. XLA's
-    CPU client runs on a thread pool as large as the machine's cores."""
+    A, B, ...), so a burst of load from elsewhere hits all alike. JAX returns before
+    the device is done, so every block ends with block_until_ready(), as torch's Timer
+    syncs CUDA. Returns name -> timing, per call, in microseconds."""
     def block(fn, args, number):  # seconds per call, over `number` calls
         start = time.perf_counter()
         for _ in range(number):
@@ -150,9 +150,18 @@ def measure(candidates, rounds=10):
         jax.block_until_ready(out)
         return (time.perf_counter() - start) / number
 
+    def work(fn, args):  # what was timed: "jit f(float32[1024], ...)"
+        kind = "jit " if hasattr(fn, "lower") else ""  # a jax.jit function lowers
+        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
+        return f"{kind}{getattr(fn, '__name__', type(fn).__name__)}({shapes})"
+
+    # XLA's CPU client runs a computation on a pool of one thread per CPU this process
+    # may run on (its affinity mask, which can be fewer than os.cpu_count()), unless
+    # the PJRT_NPROC or NPROC variables say otherwise: XLA's DefaultThreadPoolSize().
+    threads = len(os.sched_getaffinity(0))
     calls = {}
     for name, (fn, *args) in candidates.items():
-        jax.block_until_ready(fn(*args))
+        jax.block_until_ready(fn(*args))  # first call: traces and compiles
         number, warm_until = 1, time.perf_counter() + 0.2
         while time.perf_counter() < warm_until:  # warm-up; picks the calls per block
             if block(fn, args, number) * number < 0.01:
@@ -165,12 +174,10 @@ def measure(candidates, rounds=10):
     timings = {}
     for name, (fn, *args) in candidates.items():
         q1, median, q3 = statistics.quantiles(times[name], n=4, method="inclusive")
-        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
-        timings[name] = {
-            "work": f"{name} {getattr(fn, '__name__', 'fn')}({shapes})",
-            "threads": os.cpu_count(), "median_us": median * 1e6,
-            "iqr_us": (q3 - q1) * 1e6, "q1_us": q1 * 1e6, "q3_us": q3 * 1e6,
-            "n": len(times[name]), "times_us": [t * 1e6 for t in times[name]]}
+        timings[name] = {"work": work(fn, args), "threads": threads,
+                         "median_us": median * 1e6, "iqr_us": (q3 - q1) * 1e6,
+                         "q1_us": q1 * 1e6, "q3_us": q3 * 1e6, "n": len(times[name]),
+                         "times_us": [t * 1e6 for t in times[name]]}
     return timings
 # --8<-- [end:measure]
 

@@ -20,8 +20,9 @@ results["device"] = device
 
 # --8<-- [start:network]
 torch.manual_seed(0)
-# Three 3x3 convolutions. 128 channels: on CUDA, Inductor's heuristic leaves convs of
-# 64 channels or fewer in the layout they were given.
+# Three 3x3 convolutions of 128 channels. Inductor decides the layout once for the
+# whole graph (decide_layout_opt): in inference it weighs each conv by its FLOPs, and
+# only in training do convs of 64 channels or fewer, all of them, keep their layout.
 net = torch.nn.Sequential(
     torch.nn.Conv2d(3, 128, 3, padding=1), torch.nn.ReLU(),
     torch.nn.Conv2d(128, 128, 3, padding=1), torch.nn.ReLU(),

@@ -41,6 +41,14 @@ def timed(timing: dict, names) -> None:
             assert m["processes"] == len(m["process_medians_us"]) >= records.PROCESSES, name
 
 
+def as_printed(timing: dict) -> tuple[float, int]:
+    """(median in µs, n) of the timing as the snippet printed it: a fresh run's own; in a record, which
+    pools every process's timings under the first process's printout, the first process's."""
+    if "processes" not in timing:
+        return timing["median_us"], timing["n"]
+    return timing["process_medians_us"][0], timing["n"] // timing["processes"]
+
+
 def check(snippet: str):
     """Register the decorated function as the one check of snippets/<snippet>."""
     def register(function: Callable) -> Callable:

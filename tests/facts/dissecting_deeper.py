@@ -3,7 +3,7 @@ tlparse compile report."""
 
 import re
 
-from facts import check
+from facts import as_printed, check
 
 MIN_TIMINGS = 10  # rounds in one process (the site's measure(), 10 by default)
 
@@ -83,7 +83,7 @@ def _(record):
     for name in ("static", "dynamic"):
         timing = results["timing"][name]
         assert timing["n"] >= MIN_TIMINGS and timing["median_us"] > 0
-        assert f"n={timing['n']}" in record.section("cost")
+        assert f"n={as_printed(timing)[1]}" in record.section("cost")
 
 
 @check("dissecting/tlparse_report.py")

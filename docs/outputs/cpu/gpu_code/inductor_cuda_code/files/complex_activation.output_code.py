@@ -44,14 +44,14 @@ empty_strided_p2p = torch._C._distributed_c10d._SymmetricMemory.empty_strided_p2
 #   relu => relu
 #   sin => sin
 # Graph fragment:
-#   %arg0_1 : Tensor "f32[20971520][1]cuda:0" = PlaceHolder[target=arg0_1]
-#   %arg1_1 : Tensor "f32[20971520][1]cuda:0" = PlaceHolder[target=arg1_1]
-#   %sin : Tensor "f32[20971520][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.sin.default](args = (%arg0_1,), kwargs = {})
-#   %cos : Tensor "f32[20971520][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.cos.default](args = (%arg1_1,), kwargs = {})
-#   %mul : Tensor "f32[20971520][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%sin, %cos), kwargs = {})
-#   %add : Tensor "f32[20971520][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.add.Tensor](args = (%mul, %arg0_1), kwargs = {})
-#   %mul_1 : Tensor "f32[20971520][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%add, %arg1_1), kwargs = {})
-#   %relu : Tensor "f32[20971520][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.relu.default](args = (%mul_1,), kwargs = {})
+#   %arg0_1 : Tensor "f32[67108864][1]cuda:0" = PlaceHolder[target=arg0_1]
+#   %arg1_1 : Tensor "f32[67108864][1]cuda:0" = PlaceHolder[target=arg1_1]
+#   %sin : Tensor "f32[67108864][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.sin.default](args = (%arg0_1,), kwargs = {})
+#   %cos : Tensor "f32[67108864][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.cos.default](args = (%arg1_1,), kwargs = {})
+#   %mul : Tensor "f32[67108864][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%sin, %cos), kwargs = {})
+#   %add : Tensor "f32[67108864][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.add.Tensor](args = (%mul, %arg0_1), kwargs = {})
+#   %mul_1 : Tensor "f32[67108864][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%add, %arg1_1), kwargs = {})
+#   %relu : Tensor "f32[67108864][1]cuda:0"[num_users=1] = call_function[target=torch.ops.aten.relu.default](args = (%mul_1,), kwargs = {})
 #   return %relu
 triton_poi_fused_add_cos_mul_relu_sin_0 = async_compile.triton('triton_poi_fused_add_cos_mul_relu_sin_0', '''
 import triton
@@ -63,15 +63,15 @@ from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint,
 triton_helpers.set_driver_to_gpu()
 
 @triton_heuristics.pointwise(
-    size_hints={'x': 33554432}, 
+    size_hints={'x': 67108864}, 
     filename=__file__,
     triton_meta={'signature': {'in_ptr0': '*fp32', 'in_ptr1': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32', 'XBLOCK': 'constexpr'}, 'device': DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, major=9, regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048, max_threads_per_block=1024, warp_size=32), 'constants': {}, 'native_matmul': False, 'enable_fp_fusion': True, 'launch_pdl': False, 'disable_ftz': False, 'configs': [{(0,): [['tt.divisibility', 16]], (1,): [['tt.divisibility', 16]], (2,): [['tt.divisibility', 16]], (3,): [['tt.divisibility', 16]]}]},
-    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_add_cos_mul_relu_sin_0', 'mutated_arg_names': [], 'optimize_mem': True, 'no_x_dim': False, 'atomic_add_found': False, 'num_load': 2, 'num_store': 1, 'num_reduction': 0, 'autotune_hints': set(), 'tiling_scores': {'x': 335544320}, 'backend_hash': '<hash>', 'assert_indirect_indexing': True, 'autotune_local_cache': True, 'autotune_pointwise': True, 'autotune_remote_cache': None, 'force_disable_caches': False, 'dynamic_scale_rblock': True, 'incremental_autotune': False, 'max_autotune': False, 'max_autotune_pointwise': False, 'min_split_scan_rblock': 256, 'spill_threshold': 16, 'store_cubin': False, 'deterministic': False, 'batch_invariant': False, 'force_filter_reduction_configs': False, 'mix_order_reduction_allow_multi_stages': True, 'dynamic_disable_pipelining': True, 'are_deterministic_algorithms_enabled': False},
+    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_add_cos_mul_relu_sin_0', 'mutated_arg_names': [], 'optimize_mem': True, 'no_x_dim': False, 'atomic_add_found': False, 'num_load': 2, 'num_store': 1, 'num_reduction': 0, 'autotune_hints': set(), 'tiling_scores': {'x': 1073741824}, 'backend_hash': '<hash>', 'assert_indirect_indexing': True, 'autotune_local_cache': True, 'autotune_pointwise': True, 'autotune_remote_cache': None, 'force_disable_caches': False, 'dynamic_scale_rblock': True, 'incremental_autotune': False, 'max_autotune': False, 'max_autotune_pointwise': False, 'min_split_scan_rblock': 256, 'spill_threshold': 16, 'store_cubin': False, 'deterministic': False, 'batch_invariant': False, 'force_filter_reduction_configs': False, 'mix_order_reduction_allow_multi_stages': True, 'dynamic_disable_pipelining': True, 'are_deterministic_algorithms_enabled': False},
     min_elem_per_thread=0
 )
 @triton.jit
 def triton_poi_fused_add_cos_mul_relu_sin_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):
-    xnumel = 20971520
+    xnumel = 67108864
     xoffset = tl.program_id(0) * XBLOCK
     xindex = xoffset + tl.arange(0, XBLOCK)[:]
     xmask = tl.full([XBLOCK], True, tl.int1)[:]
@@ -105,16 +105,16 @@ class Runner:
     def call(self, args):
         arg0_1, arg1_1 = args
         args.clear()
-        assert_size_stride(arg0_1, (20971520, ), (1, ), 'input')
-        assert_size_stride(arg1_1, (20971520, ), (1, ), 'input')
+        assert_size_stride(arg0_1, (67108864, ), (1, ), 'input')
+        assert_size_stride(arg1_1, (67108864, ), (1, ), 'input')
         with torch.cuda._DeviceGuard(0):
             torch.cuda.set_device(0)
             arg0_1 = copy_if_misaligned(arg0_1)
             arg1_1 = copy_if_misaligned(arg1_1)
-            buf0 = empty_strided_cuda((20971520, ), (1, ), torch.float32)
+            buf0 = empty_strided_cuda((67108864, ), (1, ), torch.float32)
             # Topologically Sorted Source Nodes: [sin, cos, mul, add, mul_1, relu], Original ATen: [aten.sin, aten.cos, aten.mul, aten.add, aten.relu]
             raw_stream0 = get_raw_stream(0)
-            triton_poi_fused_add_cos_mul_relu_sin_0.run(arg0_1, arg1_1, buf0, 20971520, stream=raw_stream0)
+            triton_poi_fused_add_cos_mul_relu_sin_0.run(arg0_1, arg1_1, buf0, 67108864, stream=raw_stream0)
             del arg0_1
             del arg1_1
         return (buf0, )
@@ -126,8 +126,8 @@ recursively_apply_fns = runner.recursively_apply_fns
 
 def get_args():
     from torch._dynamo.testing import rand_strided
-    arg0_1 = rand_strided((20971520, ), (1, ), device='cuda:0', dtype=torch.float32)
-    arg1_1 = rand_strided((20971520, ), (1, ), device='cuda:0', dtype=torch.float32)
+    arg0_1 = rand_strided((67108864, ), (1, ), device='cuda:0', dtype=torch.float32)
+    arg1_1 = rand_strided((67108864, ), (1, ), device='cuda:0', dtype=torch.float32)
     return [arg0_1, arg1_1]
 
 
