@@ -155,8 +155,8 @@ def measure(candidates, rounds=10):
         jax.block_until_ready(out)
         return (time.perf_counter() - start) / number
 
-    def work(fn, args):  # what was timed: "jit f(float32[1024], ...)"
-        kind = "jit " if hasattr(fn, "lower") else ""  # a jax.jit function lowers
+    def work(fn, args):  # what was timed: "jax.jit f(float32[1024], ...)"
+        kind = "jax.jit " if hasattr(fn, "lower") else "jax "  # jitted ones lower
         shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
         return f"{kind}{getattr(fn, '__name__', type(fn).__name__)}({shapes})"
 
