@@ -173,17 +173,19 @@ results["intensity"] = {name: {"eager": c["eager_intensity"],
 
 
 # --8<-- [start:overhead]
-# One element-wise op, x + y, from 16 values to far past the caches (2**24 fp32
-# values are 64 MiB a tensor; 2**28 on a GPU). Bytes moved: 12 per value. The
+# One element-wise op, x + y, from 16 values to far past the caches (2**25 fp32
+# values are 128 MiB a tensor; 2**28 on a GPU). Bytes moved: 12 per value. The
 # output is allocated once, before the timing, as the copy's below is: a fresh
-# 64 MiB buffer on every call would add the cost of the allocator (and, on a CPU,
+# 128 MiB buffer on every call would add the cost of the allocator (and, on a CPU,
 # of the page faults of its new memory) to what we want to see.
 def add_into(out, x, y):
     torch.add(x, y, out=out)
 
 
-top = 28 if device == "cuda" else 24
-sizes = [2**k for k in range(4, top + 1, 4)]
+# A CPU ends at 2**25 (128 MiB a tensor, 4x a 32 MiB L3): there the bytes come from
+# DRAM, and the copy below is timed at that size.
+sizes = [2**k for k in range(4, 29, 4)] if device == "cuda" else \
+    [2**k for k in range(4, 25, 4)] + [2**25]
 # Every size in the same rounds, so each is compared with the smallest fairly.
 operands = {n: (randn(n), randn(n), randn(n)) for n in sizes}
 sweep = list(measure({n: (add_into, out, x, y)
@@ -206,16 +208,15 @@ def copy_into(dst, src):
     dst.copy_(src)
 
 
-# 2**25 fp32 values on a CPU: 128 MiB a tensor, 4x a 32 MiB L3, so the copy's bytes
-# come from DRAM and its rate is the DRAM roof, not a cache's.
-n = max(sizes[-1], 2**25)
+# At the sweep's largest size, so x + y is set against a copy of its own tensors.
+n = sizes[-1]
 src, dst = randn(n), randn(n)
 m_copy, m_mm = measure({"copy": (copy_into, dst, src),
                         "matmul": (matmul, *EXAMPLES["matmul"][1])}).values()
 copy_gbps = 8 * n / m_copy.median / 1e9
 show(f"copy, n = {n:,}", m_copy, f"  {copy_gbps:8.2f} GB/s")
-add_gbps = 12 * sizes[-1] / sweep[-1].median / 1e9
-print(f"x + y at n = {sizes[-1]:,} moves {add_gbps:.2f} GB/s: "
+add_gbps = 12 * n / sweep[-1].median / 1e9
+print(f"x + y at n = {n:,} moves {add_gbps:.2f} GB/s: "
       f"{add_gbps / copy_gbps:.0%} of the copy's bandwidth")
 mm_tflops = counts["matmul"]["flops"] / m_mm.median / 1e12
 show(f"matmul {N_MM}^3, {str(mm_dtype)[6:]}", m_mm, f"  {mm_tflops:8.3f} TFLOP/s")
