@@ -61,7 +61,11 @@ def bias_gelu_residual(x, b, residual):
     return torch.nn.functional.gelu(x + b) * 0.5 + residual
 
 
-rows = 16384 if device == "cuda" else 1024
+# 16384 x 1024 fp32 is 64 MiB a tensor. On Linux, glibc's malloc maps a block that big
+# fresh from the OS every time (its mmap threshold adapts, but never past 32 MiB), in
+# every process alike; for a few MiB, it maps or reuses memory depending on what the
+# process freed before, and eager's time follows.
+rows = 16384
 x, residual = (torch.randn(rows, 1024, device=device) for _ in range(2))
 b = torch.randn(1024, device=device)
 bias_gelu_residual(x, b, residual)  # eager warm-up
