@@ -377,8 +377,9 @@ def render_compare(args: list[str], page: Page) -> str:
     if not all(isinstance(t, dict) and "median_us" in t for t in (a, b)):
         raise DirectiveError(f"{key_a} and {key_b} must both be timings (dicts with median_us)")
     ratio, lo, hi = records.timing_band(a, b)
-    spread = (f"ratio {ratio:.2f}, from {lo:.2f} to {hi:.2f} across {len(records.ratios(a, b))} fresh processes"
-              if records.ratios(a, b) else f"ratio of medians {ratio:.2f}, {lo:.2f} to {hi:.2f} within the IQRs")
+    processes = len(records.ratios(a, b))
+    spread = (f"ratio {ratio:.2f}, from {lo:.2f} to {hi:.2f} across {processes} fresh processes" if processes
+              else f"ratio of medians {ratio:.2f}, {lo:.2f} to {hi:.2f} within the IQRs")
     return inline_span(record, f"{key_b} against {key_a} from snippets/{snippet} ({spread})", records.judge(a, b))
 
 

@@ -304,25 +304,19 @@ def pool(runs: list[dict]) -> dict:
             "times_us": times, "processes": len(runs), "process_medians_us": [run["median_us"] for run in runs]}
 
 
-def merge_runs(results: list[dict]) -> dict:
-    """The first process's results, with every timing pooled over all the processes' results."""
-    merged = json.loads(json.dumps(results[0]))
-    for key, _ in list(timings_in(merged)):
-        runs = []
-        for other in results:
-            value = other
-            for part in key.split("."):
-                value = value[int(part)] if isinstance(value, list) else value[part]
-            runs.append(value)
-        parent, last = merged, key.split(".")
-        for part in last[:-1]:
-            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
-        leaf = last[-1]
-        if isinstance(parent, list):
-            parent[int(leaf)] = pool(runs)
-        else:
-            parent[leaf] = pool(runs)
-    return merged
+def merge_runs(results: list):
+    """The first process's results, with every timing pooled over all the processes' results (a later
+    process that lacks one of the first's timings raises KeyError or IndexError)."""
+    first = results[0]
+    if is_timing(first):
+        return pool(results)
+    if not any(timings_in(first)):
+        return first
+    if isinstance(first, dict):
+        return {key: merge_runs([run[key] for run in results]) if any(timings_in(value)) else value
+                for key, value in first.items()}
+    return [merge_runs([run[i] for run in results]) if any(timings_in(value)) else value
+            for i, value in enumerate(first)]
 
 
 def ratios(a: dict, b: dict) -> list[float]:

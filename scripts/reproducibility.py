@@ -20,27 +20,26 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import re
+import shlex
 import shutil
 import sys
 import time
 from pathlib import Path
 
 from scripts import records, regenerate
+from scripts.mkdocs_hooks import INLINE, device_option, options
 
 WHERE = records.ROOT / ".cache" / "reproducibility"
 GOAL_RATIO = 1.25
-COMPARE = re.compile(r"<!--\s*md:compare\s+(.*?)-->", re.S)
 
 
 def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:
-    """Every CPU md:compare on the site: page, snippet, the two keys."""
+    """Every CPU md:compare on the site: page, snippet, the two keys (read with the hook's grammar)."""
     found = []
     for page in sorted(docs.rglob("*.md")):
-        for match in COMPARE.finditer(page.read_text()):
-            args = match.group(1).split()
-            options = dict(a.split("=", 1) for a in args[3:] if "=" in a)
-            if len(args) >= 3 and options.get("device", "cpu") == "cpu":
+        for match in INLINE.finditer(page.read_text()):
+            args = shlex.split(match.group("args"))
+            if match.group("name") == "compare" and device_option(options(args[3:], {"device"})) == "cpu":
                 found.append({"page": page.relative_to(docs).as_posix(), "snippet": args[0],
                               "a": args[1], "b": args[2]})
     return found

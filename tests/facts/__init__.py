@@ -26,6 +26,9 @@ CHECKS: dict[str, Callable] = {}
 SKIPS: dict[str, str] = {}
 
 
+MIN_TIMINGS = 10  # rounds in one process: the site's measure() takes 10
+
+
 def timed(timing: dict, names) -> None:
     """Each named timing was taken by the site's method: at least 10 interleaved rounds in a process, on a
     stated number of threads, naming the work it timed; a committed record pools every fresh process it
@@ -34,7 +37,7 @@ def timed(timing: dict, names) -> None:
 
     for name in names:
         m = timing[name]
-        assert m["n"] >= 10 and len(m["times_us"]) == m["n"], f"{name}: {m['n']} timings"
+        assert m["n"] >= MIN_TIMINGS and len(m["times_us"]) == m["n"], f"{name}: {m['n']} timings"
         assert m["median_us"] > 0 and m["iqr_us"] >= 0, name
         assert m.get("threads", 0) >= 1 and m.get("work"), f"{name}: no thread count or work named"
         if "processes" in m:

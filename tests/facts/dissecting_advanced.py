@@ -4,9 +4,7 @@ quantities, errors against torch, what the compiler wrote; never a comparison of
 
 import pytest
 
-from facts import check
-
-MIN_TIMINGS = 10  # rounds in one process (the site's measure(), 10 by default)
+from facts import MIN_TIMINGS, check
 
 
 @check("dissecting/regimes.py")

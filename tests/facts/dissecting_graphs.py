@@ -3,9 +3,7 @@ flow pages (autograd and FX graphs, CUDA graphs, Dynamo's backend and guards, co
 
 import re
 
-from facts import as_printed, check
-
-MIN_TIMINGS = 10  # rounds in one process (the site's measure(), 10 by default)
+from facts import MIN_TIMINGS, as_printed, check
 
 
 @check("dissecting/autograd_graphs.py")

@@ -3,9 +3,8 @@
 
 import re
 
-from facts import as_printed, check
+from facts import MIN_TIMINGS, as_printed, check
 
-MIN_TIMINGS = 10  # rounds in one process (the site's measure(), 10 by default)
 ARTIFACTS = ["fx_graph_readable.py", "fx_graph_runnable.py", "fx_graph_transformed.py",
              "ir_post_fusion.txt", "ir_pre_fusion.txt", "output_code.py"]
 SOFTMAX_IR_OPS = {"max reduction", "sub", "exp", "sum reduction", "truediv"}

@@ -1,11 +1,6 @@
 """What the Graph mode chapter (docs/graph-mode.md) states, checked on every record of its snippets."""
 
-from facts import check
-from facts import timed as timed_by_the_method
-
-
-def timed(timing, *names):
-    timed_by_the_method(timing, names)
+from facts import check, timed
 
 
 @check("graph_mode/eager_cannot_fuse.py")
@@ -19,7 +14,7 @@ def _(record):
     assert any(op.startswith("Torch-Compiled Region") for op in compiled["profiler_ops"])
     for trace in record.results["traces"].values():
         assert record.file(trace["trace"]).exists()
-    timed(record.results["timing"], "eager", "compiled")
+    timed(record.results["timing"], ("eager", "compiled"))
     if record.device == "cuda":
         # Eager: the GEMM, the add and the relu each launch (at least) one kernel; compiled: fewer.
         assert eager["kernel_count"] >= 3
@@ -40,7 +35,7 @@ def _(record):
     assert "compilers run: none" in record.section("first_call")
     if record.exists:  # a committed record: the recorder starts every snippet with empty compiler caches
         assert first["compilers_first"] >= 1
-    timed(record.results["timing"], "eager", "compiled")
+    timed(record.results["timing"], ("eager", "compiled"))
 
 
 @check("graph_mode/graph_breaks.py")
@@ -55,7 +50,7 @@ def _(record):
     graphs = record.results["graphs_with_print"]
     assert graphs["graphs"] == 2 and record.file(graphs["fxgraph"]).exists()
     assert record.results["same_result"]
-    timed(record.results["timing"], "eager_print", "eager_no_print", "compiled_print", "compiled_no_print")
+    timed(record.results["timing"], ("eager_print", "eager_no_print", "compiled_print", "compiled_no_print"))
 
 
 @check("graph_mode/break_triggers.py")
@@ -153,7 +148,7 @@ def _(record):
         for stage in ("ttir", "ttgir", "llir", "ptx", "sass"):
             assert pipeline[stage]["matches"] >= 1, f"no matmul found in the {stage} stage"
         assert pipeline["shared_bytes"] > 0
-        timed(record.results["timing"], "eager", "compiled", "triton")
+        timed(record.results["timing"], ("eager", "compiled", "triton"))
     else:
         assert check["interpreted"] and (check["m"], check["n"], check["k"]) == (256, 256, 256)
         assert record.results["pipeline"] == {}
@@ -166,6 +161,6 @@ def _(record):
     assert break_even["compile_s"] > 0
     assert break_even["pays_off"] == (break_even["calls"] is not None)
     assert break_even["calls"] is None or break_even["calls"] >= 1
-    timed(record.results["timing"], "eager", "compiled")
-    timed(record.results["tiny"], "eager", "compiled")
+    timed(record.results["timing"], ("eager", "compiled"))
+    timed(record.results["tiny"], ("eager", "compiled"))
     assert "median compiled / median eager" in record.section("tiny")
