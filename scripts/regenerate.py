@@ -49,7 +49,7 @@ import time
 from importlib import metadata, util
 from pathlib import Path
 
-from scripts import records
+from scripts import records, skips
 from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -319,6 +319,27 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -
     return 0, ""
 
 
+def not_run(work: Path, device: str, why: str) -> tuple[int, str]:
+    """The record of a snippet this stack cannot run (scripts/skips.py): the one line that says why."""
+    (work / records.STDOUT).write_text(why + "\n")
+    (work / records.SECTIONS).write_text(json.dumps({"": why + "\n"}, indent=1) + "\n")
+    results = {"device": device, "cannot_run": why}
+    (work / records.FILES / records.RESULTS).write_text(json.dumps(results, indent=1) + "\n")
+    return 0, why
+
+
+def ran_on(work: Path, device: str) -> tuple[int, str] | None:
+    """A failure when the snippet says it ran on another device than the record's (a GPU run whose JAX
+    found no GPU, say): its results would be filed under the wrong device."""
+    path = work / records.FILES / records.RESULTS
+    said = json.loads(path.read_text()).get("device") if path.exists() else None
+    if said is not None and said != device:
+        message = f"it ran on {said}, not {device}: its record would be filed under the wrong device"
+        (work / "stderr.txt").open("a").write(message + "\n")
+        return 1, message
+    return None
+
+
 def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> tuple[bool, float, str]:
     """Run one snippet into a hidden folder beside its record (again in fresh processes if it times
     something); swap it in if every run succeeded."""
@@ -334,11 +355,17 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> t
     command = [sys.executable, str(RUNNER), str(source), str(work)]
     started = time.monotonic()
     try:
-        status, reason = launch(command, work / records.FILES, env, work / records.STDOUT, work / "stderr.txt",
-                                args.timeout)
-        if status == 0:
+        why_not = skips.cannot_run(snippet, env)
+        if why_not:
+            status, reason = not_run(work, args.device, why_not)
+        else:
+            status, reason = launch(command, work / records.FILES, env, work / records.STDOUT,
+                                    work / "stderr.txt", args.timeout)
+        if status == 0 and not why_not:
             status, why = repeat(source, work, scratch, env, args, progress)
             reason = why or reason
+        if status == 0:
+            status, reason = ran_on(work, args.device) or (status, reason)
     except BaseException:  # drop the half-made record
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -372,7 +399,7 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> t
     swap_into_place(work, final)
     # A success supersedes an earlier failure of the same snippet.
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
-    return True, duration, ""
+    return True, duration, why_not or ""
 
 
 def list_states(args, chosen: list[str]) -> int:

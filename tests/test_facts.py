@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from facts import SKIPS, load
 
-from scripts import records, regenerate, runner
+from scripts import records, regenerate, runner, skips
 
 CHECKS = load()
 SNIPPETS = records.find_snippets()
@@ -22,7 +22,7 @@ def test_every_snippet_has_a_check():
     unchecked = [s for s in SNIPPETS if s not in CHECKS and s not in SKIPS]
     assert not unchecked, (
         f"no check for {', '.join(unchecked)}: add `@check('<snippet>')` to tests/facts/<chapter>.py, "
-        f"or list it in SKIPS in tests/facts/__init__.py with the reason"
+        f"or list it in NO_CHECK in scripts/skips.py with the reason"
     )
     assert not set(CHECKS) - set(SNIPPETS), f"checks for snippets that do not exist: {set(CHECKS) - set(SNIPPETS)}"
     assert all(reason.strip() for reason in SKIPS.values()), "every entry in SKIPS needs its reason"
@@ -35,8 +35,11 @@ def test_fresh_run(snippet, tmp_path):
     # Its own process, as the recorder runs it: nothing an earlier snippet imported, patched or compiled in
     # this worker (Triton's interpreter patches triton.language while it runs) can change this run.
     (tmp_path / "files").mkdir()
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    if why := skips.cannot_run(snippet, env):
+        pytest.skip(why)
     done = subprocess.run([sys.executable, str(Path(runner.__file__)), str(records.SNIPPETS / snippet), str(tmp_path)],
-                          cwd=tmp_path / "files", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+                          cwd=tmp_path / "files", env=env,
                           capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         pytest.fail(f"snippets/{snippet} exited {done.returncode}:\n{done.stderr[-4000:]}", pytrace=False)
@@ -47,12 +50,16 @@ def test_fresh_run(snippet, tmp_path):
                 "date": "", "environment": regenerate.environment("cpu")}
     (tmp_path / records.MANIFEST).write_text(json.dumps(manifest))
     run = records.Record(snippet, "cpu", tmp_path)
-    run.device = run.results.get("device", "cpu")
+    # The recorder files a record under the device its snippet says it ran on; every snippet says so.
+    assert run.results.get("device") == "cpu", f"snippets/{snippet}: results['device'] is {run.results.get('device')!r}"
     CHECKS[snippet](run)
 
 
 @pytest.mark.parametrize("record", COMMITTED, ids=[f"{r.device}/{r.snippet}" for r in COMMITTED])
 def test_committed_record(record):
+    if why := record.results.get("cannot_run"):  # made on a stack that cannot run it: the one line says why
+        assert why in skips.REASONS, f"{record.where()} was not run, for a reason scripts/skips.py does not list: {why}"
+        pytest.skip(why)
     try:
         CHECKS[record.snippet](record)
     except AssertionError as error:

@@ -194,6 +194,44 @@ def test_a_failing_snippet_with_no_record_is_listed_as_failed(tree):
     assert listed(regenerate(tree, "--list")) == {"demo/hello.py": "failed"}
 
 
+def test_a_snippet_that_ran_on_another_device_fails(tree):
+    # A CUDA run whose JAX found no GPU would otherwise file CPU results as CUDA ones (here the other way).
+    write(tree, "demo/hello.py", "results = {'device': 'cuda'}\n")
+    result = regenerate(tree)
+    assert result.returncode == 1
+    assert "FAILED  demo/hello.py" in result.stdout and "it ran on cuda, not cpu" in result.stdout
+    assert not record(tree).exists()
+    write(tree, "demo/hello.py", "results = {'device': 'cpu'}\n")
+    assert regenerate(tree).returncode == 0 and record(tree).exists()
+
+
+def test_a_snippet_its_stack_cannot_run_is_recorded_as_the_one_line_why(tree, monkeypatch, capsys):
+    from scripts import regenerate as recorder
+    from scripts import skips
+
+    why = "not run: this stack cannot (a test's reason)"
+    monkeypatch.setattr(skips, "CANNOT_RUN", [skips.Limit(frozenset({"demo/hello.py"}), why,
+                                                          lambda env: env.get("CUDA_VISIBLE_DEVICES") == "")])
+    monkeypatch.setattr(recorder.signal, "signal", lambda *args: None)  # leave the test worker's handlers be
+    assert recorder.main(command(tree)[3:]) == 0
+    assert why in capsys.readouterr().out
+    made = records.Record("demo/hello.py", "cpu", record(tree), tree / "snippets", tree / "failed")
+    assert made.state == "fresh" and made.stdout == why + "\n"
+    assert made.results == {"device": "cpu", "cannot_run": why}
+
+
+def test_the_known_stack_limits_apply_only_where_they_say():
+    from scripts import skips
+
+    (limit,) = skips.CANNOT_RUN
+    snippet = sorted(limit.snippets)[0]
+    assert skips.cannot_run("eager_mode/complex_activation.py", {"CUDA_VISIBLE_DEVICES": ""}) is None
+    on_gpu = skips.cannot_run(snippet, {})
+    assert on_gpu is None  # no interpreter on a GPU
+    # CI's pins (triton 3.7.1) run the interpreter fine.
+    assert skips.cannot_run(snippet, {"TRITON_INTERPRET": "1"}) is None
+
+
 def test_a_success_clears_the_kept_failure(tree):
     write(tree, "demo/hello.py", "raise SystemExit('broken on purpose')\n")
     assert regenerate(tree).returncode == 1

@@ -158,17 +158,25 @@ show(post)
 # --8<-- [end:fusion]
 results["post_fusion"] = post
 
+
+def kernels_and_launches(code):
+    """The kernels an output_code.py module generates, as (name, how it is compiled),
+    and the library and generated kernels it launches, in order."""
+    # Each generated kernel is a module-level name bound to an async_compile call, which
+    # compiles the kernels in a pool of workers while the module loads; a later
+    # async_compile.wait(globals()) blocks until every kernel is ready.
+    kernels = re.findall(r"^(\w+) = async_compile\.(\w+)\(", code, flags=re.MULTILINE)
+    # The launches sit in call() (a function, or a method of a Runner class, depending
+    # on the torch version), or, where Inductor partitions the graph (for CUDA graphs),
+    # in the partition_N functions call() runs.
+    names = "|".join(["extern_kernels\\.\\w+"] + [re.escape(k) for k, _ in kernels])
+    launch = rf"^[ \t]+((?:{names})(?:\.run)?)\("
+    return kernels, re.findall(launch, code, flags=re.MULTILINE)
+
+
 # --8<-- [start:output_code]
 code = (graph_dir / "output_code.py").read_text()
-# Each generated kernel is a module-level name bound to an async_compile call, which
-# compiles the kernels in a pool of workers while the module loads; a later
-# async_compile.wait(globals()) blocks until every kernel is ready.
-kernels = re.findall(r"^(\w+) = async_compile\.(\w+)\(", code, flags=re.MULTILINE)
-# call() (a function, or a method of a Runner class, depending on the torch version)
-# launches the library kernels and the generated ones, in order.
-names = "|".join(["extern_kernels\\.\\w+"] + [re.escape(k) for k, _ in kernels])
-launch = rf"^[ \t]+((?:{names})(?:\.run)?)\("
-launches = re.findall(launch, code, flags=re.MULTILINE)
+kernels, launches = kernels_and_launches(code)
 buffers = re.findall(r"^[ \t]+(buf\d+) = empty_strided", code, flags=re.MULTILINE)
 print("kernels generated:", ", ".join(f"{name} ({how})" for name, how in kernels))
 print(f"call() launches {len(launches)}: {', '.join(launches)}")

@@ -50,8 +50,9 @@ EXAMPLES = {  # the function, its inputs' shapes and their dtype, on the GPU
 # Stand-ins for the few torch.cuda queries Inductor makes while it writes code (is
 # there a GPU, which one, its properties, its random-number state), answering as an
 # H100 SXM would (published properties); Triton's backend pointed at sm_90 instead of
-# asking a driver; and the pattern-matcher set-up skipped, as it builds real CUDA
-# tensors. All private to torch, all undone on leaving. None of it is needed on a GPU.
+# asking a driver; the pattern-matcher set-up skipped, as it builds real CUDA tensors;
+# and (torch 2.11) a fake tensor's request for a CUDA context ignored. All private
+# to torch, all undone on leaving. None of it is needed on a GPU.
 H100 = types.SimpleNamespace(
     name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
     total_memory=80 * 10**9, L2_cache_size=50 * 2**20, warp_size=32,
@@ -66,6 +67,7 @@ H100 = types.SimpleNamespace(
 def h100_stand_ins():
     from torch._dynamo import device_interface
     from torch._inductor.fx_passes import joint_graph
+    from torch._subclasses import fake_tensor
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import make_backend
 
@@ -91,6 +93,9 @@ def h100_stand_ins():
                                               lambda: backend))
         stack.enter_context(mock.patch.object(joint_graph, "lazy_init",
                                               lambda *a, **k: None))
+        if hasattr(fake_tensor, "init_gpu_context"):  # torch 2.11 asks a driver
+            stack.enter_context(mock.patch.object(fake_tensor, "init_gpu_context",
+                                                  lambda *a, **k: None))
         stack.enter_context(warnings.catch_warnings())  # "TF32 not enabled", as a GPU
         warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores")
         # Answers cached before (no GPU, so no Triton) or during (an H100) are dropped.

@@ -32,16 +32,19 @@ def normalise(code):
 
 
 def kernels_and_launches(code):
-    """The generated kernels' sources, and what the wrapper's call() launches."""
+    """The generated kernels' sources, the wrapper's call(), and what it launches."""
     # Each kernel is a source string handed to async_compile (C++ or Triton).
     kernels = dict(re.findall(r"^(\w+) = async_compile\.\w+\(.*?r?'''\n(.*?)'''",
                               code, re.MULTILINE | re.DOTALL))
-    # The wrapper function call(): from its `def` to its `return`.
-    body = re.search(r"^( *)def call\(.*?^\1    return .*?$", code,
-                     re.MULTILINE | re.DOTALL).group(0)
-    launches = re.findall(r"^\s+(extern_kernels\.\w+|(?:cpp|triton)_\w+)(?:\.run)?\(",
-                          body, re.MULTILINE)
-    return kernels, body, launches
+    # The wrapper's functions, each from its `def` to its `return`: call(), and where
+    # Inductor partitions the graph (for CUDA graphs, as max-autotune uses on a GPU)
+    # the partition_N functions that call() runs, which then hold the launches.
+    functions = {m.group(2): m.group(0) for m in re.finditer(
+        r"^( *)def (call|partition_\d+)\(.*?^\1    return .*?$", code,
+        re.MULTILINE | re.DOTALL)}
+    launches = [name for body in functions.values() for name in re.findall(
+        r"^\s+(extern_kernels\.\w+|(?:cpp|triton)_\w+)(?:\.run)?\(", body, re.MULTILINE)]
+    return kernels, functions["call"], launches
 
 
 # --8<-- [start:compile]
@@ -90,7 +93,9 @@ with torch.no_grad(), torch._inductor.config.patch(freezing=True):
     out, (tuned_code,) = run_and_get_code(tuned, x)
     tuned_same = torch.allclose(out, layer(x), rtol=1e-4, atol=1e-4)
 tuned_kernels, _, tuned_launches = kernels_and_launches(normalise(tuned_code))
-folded = not any(n.startswith("extern_kernels") for n in tuned_launches)
+# Folded: something was launched, and none of it is a library GEMM.
+folded = bool(tuned_launches) and not any(n.startswith("extern_kernels")
+                                          for n in tuned_launches)
 print(f"max-autotune: call() launches {', '.join(tuned_launches)}")
 if folded:
     print("a GEMM template won its benchmark: the ReLU is folded into the GEMM")

@@ -89,14 +89,19 @@ results["peak"] = {
     "compiled_tensors": compiled_peak / tensor_mib,
 }
 
+def call_body(output_code):
+    """The generated `call` function (a method of a Runner class, or a plain function,
+    by torch version and settings): its allocations, kernel launches, frees and reuses,
+    with comments and size checks dropped."""
+    body = output_code[output_code.index("def call("):].split("\n\n")[0]
+    header, *lines = (line for line in body.splitlines()
+                      if not line.strip().startswith(("#", "assert_")))
+    body = header + "\n" + textwrap.indent(textwrap.dedent("\n".join(lines)), "    ")
+    return re.sub(r"graph_\d+_", "graph_N_", body)  # a per-process counter, not code
+
+
 # --8<-- [start:code]
-# The body of the generated `call` function: allocations, kernel launches, frees and
-# reuses (comments and size checks dropped).
-body = output_code[output_code.index("def call(self, args):"):].split("\n\n")[0]
-header, *lines = (line for line in body.splitlines()
-                  if not line.strip().startswith(("#", "assert_")))
-body = header + "\n" + textwrap.indent(textwrap.dedent("\n".join(lines)), "    ")
-body = re.sub(r"graph_\d+_", "graph_N_", body)  # a per-process counter, not the code
+body = call_body(output_code)
 print(body)
 
 allocations = re.findall(r"^\s*(buf\d+) = empty_strided_\w+\(\((.*?)\)", body, re.M)

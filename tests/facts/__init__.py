@@ -11,7 +11,8 @@ A check takes a record (scripts.records.Record: `.device`, `.results`, `.section
 
 tests/test_facts.py runs every check on a fresh in-process run of its snippet and on every committed record
 of it, CPU and CUDA alike, so a record that contradicts its page fails CI, naming the record. A snippet
-with no check fails the suite, unless SKIPS below names it with the reason.
+with no check fails the suite, unless scripts/skips.py names it with the reason (NO_CHECK). A record of a
+snippet its stack cannot run (scripts/skips.py, CANNOT_RUN) skips its check with the record's one line.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from collections.abc import Callable
 
 CHECKS: dict[str, Callable] = {}
 
-# Snippets with no check, each with the reason. Keep it empty where you can.
-SKIPS: dict[str, str] = {}
+from scripts.skips import NO_CHECK as SKIPS  # noqa: E402  the one table of what is not checked, and why
 
 
 MIN_TIMINGS = 10  # rounds in one process: the site's measure() takes 10

@@ -90,12 +90,17 @@ def _(record):
     assert "relu_.default" in record.section("functionalize")
     # Two Dynamo graphs (the step breaks at loss.backward()): the model with its loss, and the optimizer.
     assert results["dynamo_graphs"][0] == ["linear", "relu", "layer_norm", "linear", "mse_loss"]
-    assert results["dynamo_graphs"][1] == ["add_"] * 4
+    # One add_ per parameter. torch 2.13 folds the learning rate into add_'s alpha; 2.11 traces a mul
+    # before each add_ (training.md says so).
+    optimizer_graph = results["dynamo_graphs"][1]
+    assert optimizer_graph.count("add_") == 4 and set(optimizer_graph) <= {"add_", "mul"}, optimizer_graph
     assert "Dynamo graphs: 2" in record.section("step")
     # The optimizer's in-place updates, functionalized: four add, no in-place op left in the graph.
     optimizer = results["optimizer"]
     assert optimizer["dynamo_in_place"] == ["add_"] * 4
-    assert optimizer["functional_in_place"] == [] and optimizer["functional_ops"] == ["add"] * 4
+    functional = optimizer["functional_ops"]
+    assert optimizer["functional_in_place"] == [] and functional.count("add") == 4
+    assert set(functional) <= {"add", "mul"} and functional.count("mul") == optimizer_graph.count("mul")
     # The joint graph holds both passes; the partitioner cuts it into the two graphs.
     joint = record.section("joint")
     assert "tangents_1" in joint and "\nbw  " in joint and joint.startswith("fw  ")

@@ -8,6 +8,42 @@ from facts import MIN_TIMINGS, as_printed, check
 ARTIFACTS = ["fx_graph_readable.py", "fx_graph_runnable.py", "fx_graph_transformed.py",
              "ir_post_fusion.txt", "ir_pre_fusion.txt", "output_code.py"]
 SOFTMAX_IR_OPS = {"max reduction", "sub", "exp", "sum reduction", "truediv"}
+# On a Triton target (config.online_softmax), the max and the sum are one reduction with two outputs.
+ONLINE_SOFTMAX_IR_OPS = {"online_softmax_reduce reduction", "sub", "exp", "truediv"}
+
+
+def check_lowering_and_fusion(pre, post, cuda):
+    """inductor.md's lowering and fusion, on the scheduler nodes the snippet parsed from ir_pre_fusion.txt and
+    ir_post_fusion.txt. Also run on CUDA IR made without a GPU (tests/test_cuda_dry_run.py)."""
+    # One scheduler node per buffer; sub never gets a node of its own (lowering inlines it into exp).
+    assert pre[0]["ops"] == ["extern_kernels.mm"] and pre[0]["buffers"] == ["buf0"]
+    assert all(len(node["buffers"]) == 1 for node in pre)
+    ops = {op for node in pre[1:] for op in node["ops"]}
+    if cuda:
+        assert ONLINE_SOFTMAX_IR_OPS <= ops and not {"max reduction", "sum reduction"} & ops, ops
+    else:
+        assert SOFTMAX_IR_OPS <= ops, ops
+        # On a CPU, exp (reused, and costly to recompute) is realized: a node ending in exp, holding the
+        # inlined sub. Five nodes, five buffers, for six ATen ops.
+        assert [node["ops"] for node in pre[1:]] == [
+            ["max reduction"], ["sub", "exp"], ["sum reduction"], ["truediv"]]
+    assert all(node["ops"] != ["sub"] for node in pre)
+    # Fusion: whole nodes merged, their ops and buffers kept; the matmul stays extern.
+    assert post[0]["ops"] == ["extern_kernels.mm"]
+    assert sorted(op for n in post for op in n["ops"]) == sorted(op for n in pre for op in n["ops"])
+    assert sorted(b for n in post for b in n["buffers"]) == sorted(b for n in pre for b in n["buffers"])
+    assert len(post) < len(pre)
+    if not cuda:
+        assert len(post) == 2 and post[1]["kind"] == "OuterLoopFusedSchedulerNode"
+        assert post[1]["members"] == [node["name"] for node in pre[1:]]
+
+
+def check_launches(kernels, launches, cuda):
+    """The library matmul, then each generated kernel, launched once (from call() or its partitions)."""
+    prefix = "triton_" if cuda else "cpp_fused_"
+    assert kernels and all(k.startswith(prefix) for k in kernels), kernels
+    assert launches and launches[0] == "extern_kernels.mm", launches
+    assert [launch.removesuffix(".run") for launch in launches[1:]] == kernels, (launches, kernels)
 
 
 def assert_timing(timing):
@@ -57,40 +93,19 @@ def _(record):
     assert sorted(users["exp"]) == ["div", "sum_1"]
     assert "users: sum_1, div" in printed
 
-    # Lowering: one scheduler node per buffer; sub never gets a node of its own.
+    # Lowering (one scheduler node per buffer) and fusion (whole nodes merged).
     pre, post = results["pre_fusion"], results["post_fusion"]
-    assert pre[0]["ops"] == ["extern_kernels.mm"] and pre[0]["buffers"] == ["buf0"]
-    assert all(len(node["buffers"]) == 1 for node in pre)
+    check_lowering_and_fusion(pre, post, cuda)
     assert counts["pre_fusion_nodes"] == len(pre) < counts["aten_ops"]
-    assert SOFTMAX_IR_OPS <= {op for node in pre[1:] for op in node["ops"]}
-    assert all(node["ops"] != ["sub"] for node in pre)
     lowering = record.section("lowering")
     assert f"ir_pre_fusion.txt: {len(pre)} scheduler nodes, one per buffer, for 6" in lowering
-    if not cuda:
-        # On a CPU, exp (reused, and costly to recompute) is realized: a node ending in exp,
-        # holding the inlined sub. Five nodes, five buffers, for six ATen ops.
-        assert [node["ops"] for node in pre[1:]] == [
-            ["max reduction"], ["sub", "exp"], ["sum reduction"], ["truediv"]]
-
-    # Fusion: whole nodes merged, their ops and buffers kept; the matmul stays extern.
-    assert post[0]["ops"] == ["extern_kernels.mm"]
-    assert sorted(op for n in post for op in n["ops"]) == sorted(
-        op for n in pre for op in n["ops"])
-    assert sorted(b for n in post for b in n["buffers"]) == sorted(
-        b for n in pre for b in n["buffers"])
-    assert counts["post_fusion_nodes"] == len(post) < len(pre)
+    assert counts["post_fusion_nodes"] == len(post)
     assert f"ir_post_fusion.txt: {len(post)} scheduler nodes" in record.section("fusion")
-    if not cuda:
-        assert len(post) == 2 and post[1]["kind"] == "OuterLoopFusedSchedulerNode"
-        assert post[1]["members"] == [node["name"] for node in pre[1:]]
 
     # Generated code: the library matmul and the generated kernel(s), each launched once.
     kernels, launches = results["kernels"], results["launches"]
-    prefix = "triton_" if cuda else "cpp_fused_"
-    assert kernels and all(k.startswith(prefix) for k in kernels)
+    check_launches(kernels, launches, cuda)
     assert "softmax" in results["kernel_name"] and results["kernel_name"] == kernels[0]
-    assert launches[0] == "extern_kernels.mm"
-    assert [launch.removesuffix(".run") for launch in launches[1:]] == kernels
     assert f"call() launches {len(launches)}:" in record.section("output_code")
     # Fusion keeps intermediates inside the kernel: fewer buffers allocated than nodes.
     assert "buf0" in results["buffers"] and len(results["buffers"]) < len(pre)

@@ -139,8 +139,11 @@ def _(record):
     assert captured.count("l_gating1_") >= 1 and "aten.mm" not in captured
     assert lowered.count("aten.mm.default") == 2
 
-    # The profiles agree: 3 matmuls eager, 2 compiled; on CUDA, 3 GEMM kernels against 2.
+    # The profiles agree: 3 matmuls eager, 2 compiled; on CUDA, fewer GEMM kernels compiled than eager. Not
+    # exactly 3 and 2: cuBLAS may split one GEMM into several kernels (split-K), and names them by release.
     profile = results["profile"]
     assert (profile["eager_mm_ops"], profile["compiled_mm_ops"]) == (3, 2)
     if record.device == "cuda":
-        assert (profile["eager_mm_kernels"], profile["compiled_mm_kernels"]) == (3, 2)
+        eager, compiled = profile["eager_mm_kernels"], profile["compiled_mm_kernels"]
+        assert eager >= 3, f"{eager} GEMM kernels recognised for 3 matmuls: the name patterns missed cuBLAS's"
+        assert 2 <= compiled < eager, (eager, compiled)
