@@ -170,6 +170,22 @@ def saved(backward):
     return found
 
 
+def new_activations(forward, saved_tensors):
+    """The saved tensors forward made itself: not an input or parameter, nor a view of
+    one, nor a view of a tensor already counted (an alias). Their bytes are what the
+    step holds between forward and backward beyond the model and the batch."""
+    nodes = {node.name: node for node in forward.graph.nodes}
+    counted, found = set(), []
+    for tensor in saved_tensors:
+        base = nodes[tensor["name"]]
+        while base.op == "call_function" and getattr(base.target, "is_view", False):
+            base = base.args[0]  # a view shares its base's memory
+        if base.op != "placeholder" and base.name not in counted:
+            counted.add(base.name)
+            found.append(tensor)
+    return found
+
+
 # --8<-- [start:step]
 # Inductor's partitioner: it chooses what to save and what to recompute (below).
 min_cut = functools.partial(min_cut_rematerialization_partition, compiler="inductor")
@@ -224,11 +240,14 @@ for name, partition_fn in [("default", default_partition), ("min-cut", min_cut)]
     torch._dynamo.reset()
     torch.compile(make_step(model, optimizer),
                   backend=keeping_backend(partition_fn, kept))(x, target)
+    found = saved(kept["backward"][0])
+    made = new_activations(kept["forward"][0], found)
     compared[name] = {"forward": kept["forward"][0], "backward": kept["backward"][0],
-                      "saved": saved(kept["backward"][0]), "model": model}
-    found = compared[name]["saved"]
+                      "saved": found, "new": made, "model": model}
     print(f"{name:<8} saves {len(found)} tensors, {sum(s['bytes'] for s in found):,} "
           f"bytes: " + ", ".join(f"{s['name']} {tuple(s['shape'])}" for s in found))
+    print(f"         of which forward made {len(made)}, "
+          f"{sum(s['bytes'] for s in made):,} bytes: {', '.join(s['name'] for s in made)}")
     print(f"         forward {len(ops(kept['forward'][0]))} ops, "
           f"backward {len(ops(kept['backward'][0]))} ops")
 # --8<-- [end:partitioners]
@@ -237,6 +256,12 @@ results["saved_count"] = {name.replace("-", "_"): len(c["saved"])
                           for name, c in compared.items()}
 results["saved_bytes"] = {name.replace("-", "_"): sum(s["bytes"] for s in c["saved"])
                           for name, c in compared.items()}
+results["new_activations"] = {name.replace("-", "_"): [s["name"] for s in c["new"]]
+                              for name, c in compared.items()}
+results["new_activation_bytes"] = {name.replace("-", "_"): sum(s["bytes"] for s in c["new"])
+                                   for name, c in compared.items()}
+results["new_activation_ratio"] = (results["new_activation_bytes"]["default"]
+                                   / results["new_activation_bytes"]["min_cut"])
 masks = [t for t in compared["min-cut"]["saved"] if t["dtype"] == "bool"]
 results["min_cut_mask"] = masks[0] if masks else None  # a saved bool tensor, if any
 results["default_graphs"] = {"forward": compared["default"]["forward"],

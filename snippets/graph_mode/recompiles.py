@@ -80,6 +80,19 @@ for dynamic in (None, False, True):  # None, the default: static first, then dyn
 # --8<-- [end:count]
 results["counts"] = counts
 
+# --8<-- [start:batch_one]
+# Dynamo specialises sizes 0 and 1 apart from the rest (a size-1 dimension broadcasts),
+# so the dynamic graph made for batches of 8 and 16 does not serve a batch of 1.
+graphs = []
+torch._dynamo.reset()
+compiled = torch.compile(gelu_mlp, backend=counting_backend(graphs))
+for batch in (8, 16, 1):
+    compiled(torch.randn(batch, width, device=device), w1, w2)
+print(f"batches 8, 16, 1 under dynamic=None: {len(graphs)} compiles; "
+      f"inputs of the last: {graphs[-1]}")
+# --8<-- [end:batch_one]
+results["batch_one"] = {"compiles": len(graphs), "last_inputs": graphs[-1]}
+
 # --8<-- [start:limit]
 # Under dynamic=False each new shape adds an entry to the function's cache of
 # compiled code, up to Dynamo's limit; past it, the function runs eagerly.

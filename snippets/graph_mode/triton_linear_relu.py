@@ -209,7 +209,8 @@ if device == "cuda":
     print(f"cubin: {len(compiled.asm['cubin']):,} bytes; "
           f"{compiled.metadata.shared:,} bytes of shared memory per program")
 else:
-    print("Triton IR -> TTGIR -> LLVM IR -> PTX -> SASS are made only when triton")
-    print("compiles for a GPU; the interpreter runs the kernel's Python on NumPy.")
+    print("Triton IR -> TTGIR -> LLVM IR -> PTX -> SASS are made when triton compiles")
+    print("for a GPU target, which needs no GPU; this run used the interpreter, which")
+    print("runs the kernel's Python on NumPy and compiles nothing.")
 # --8<-- [end:pipeline]
 results["pipeline"] = pipeline

@@ -49,6 +49,10 @@ def _(record):
     chapters = results["chapters"]
     assert chapters["complex_activation"]["fusion_bound"] == pytest.approx(5.0)
     assert 1 <= chapters["linear_relu"]["fusion_bound"] < chapters["complex_activation"]["fusion_bound"]
+    # Inductor's default (library GEMM, then one kernel) gains less than the epilogue inside the GEMM.
+    linear = chapters["linear_relu"]
+    assert 1 <= linear["library_gemm_fusion_bound"] <= linear["fusion_bound"]
+    assert linear["fused_bound_us"] <= linear["library_gemm_bound_us"] <= linear["eager_bound_us"]
     for name in chapters:
         assert set(chapters[name]["timing"]) == {"eager", "compiled"}
         assert all(t["n"] >= MIN_TIMINGS for t in chapters[name]["timing"].values())
@@ -111,6 +115,14 @@ def _(record):
     # Min-cut saves fewer tensors, and fewer bytes, than the default partitioner; Inductor keeps what
     # min-cut keeps.
     count, size = results["saved_count"], results["saved_bytes"]
+    # New activation memory: what forward made, less inputs, parameters, their views and aliases.
+    new = results["new_activation_bytes"]
+    assert 0 < new["min_cut"] < new["default"] and new["default"] < size["default"]
+    assert new["min_cut"] <= size["min_cut"]
+    assert "alias" not in results["new_activations"]["default"]
+    assert not any(name.startswith("primals") or name.startswith("permute")
+                   for names in results["new_activations"].values() for name in names)
+    assert results["new_activation_ratio"] == new["default"] / new["min_cut"]
     assert count["min_cut"] < count["default"] and size["min_cut"] < size["default"]
     if record.device == "cpu":
         assert results["autograd_saved_count"]["inductor"] == count["min_cut"]
