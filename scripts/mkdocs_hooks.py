@@ -538,6 +538,10 @@ def on_page_content(html_text, page, config, files):
     if page.file.src_uri.startswith("notebooks/"):
         # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
         page.meta["search"] = {"exclude": True}
+        # nbconvert writes a Mermaid figure as a bare <pre class="mermaid">; Material renders only one
+        # holding a <code>, and leaves an empty box otherwise.
+        html_text = re.sub(r'<pre class="mermaid">(?!<code>)(.*?)</pre>', r'<pre class="mermaid"><code>\1</code></pre>',
+                           html_text, flags=re.DOTALL)
     return html_text
 
 

@@ -63,13 +63,24 @@ DOCS = ROOT / "docs"
 NOTEBOOKS = DOCS / "notebooks"
 SNIPPETS = records.SNIPPETS
 SKIP_DIRS = ("outputs", "notebooks", "figures", "assets")
-SITE_NAME = "ML compilation, executed"
+SITE_NAME = re.search(r"^site_name:\s*[\"']?(.*?)[\"']?\s*$", (ROOT / "mkdocs.yml").read_text(),
+                      re.MULTILINE).group(1)  # the site's name, as mkdocs.yml gives it
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 INCLUDE = re.compile(r"""^[ \t]*--8<--[ \t]+(["'])snippets/(?P<snippet>[^"':]+\.py)"""
                      r"""(?::(?P<section>[^"']+))?\1[ \t]*$""")
 DIRECTIVE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->")  # on one line, as the hook reads them
 BLOCK_LINE = re.compile(r"^[ \t]*<!--\s*md:(?P<name>[\w-]+)(?P<args>.*?)-->[ \t]*$")
+# What the recorder and the suite set before a snippet starts, as a cell a reader sees and runs first.
+TRITON_SETUP = """\
+# Without a GPU, this chapter's Triton kernels run in Triton's interpreter (on NumPy),
+# which must be chosen before triton is first imported: as the site's records were made.
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")"""
 ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)"""
                         r"""(?P<classes>(?:[ \t]+[\w-]+)*)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
 TAB = re.compile(r"""^(?P<indent>[ \t]*)===[!+]?[ \t]+"(?P<title>[^"]*)"[ \t]*$""")
@@ -481,8 +492,9 @@ def block_end(lines: list[str], start: int, indent: str) -> int:
 
 
 def plain_blocks(lines: list[str]) -> list[str]:
-    """Admonitions and quiz questions become a bold title over the quoted body; content tabs a bold label
-    over the body. Fenced code stays as it is (dedented with its block)."""
+    """Admonitions become a bold title over the quoted body, collapsed ones (quiz questions) an HTML
+    <details> with the title as its summary; content tabs a bold label over the body. Fenced code stays as it
+    is (dedented with its block)."""
     mask = fence_mask(lines)
     out: list[str] = []
     index = 0
@@ -508,8 +520,12 @@ def plain_blocks(lines: list[str]) -> list[str]:
             # A snippet include must stay at the top level to become a cell, a block directive to be
             # expanded: such a body is not quoted.
             quoted = not includes(body) and not any(BLOCK_LINE.match(b) for b in body)
-            block = ([f"**{title}**", ""] if title else []) + (
-                [f"> {b}".rstrip() for b in body] if quoted else body)
+            if admonition.group("mark") == "???" and quoted:  # collapsed on the site: collapsed here too
+                summary = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(title or "Details"))
+                block = ["<details>", f"<summary><b>{summary}</b></summary>", "", *body, "", "</details>"]
+            else:
+                block = ([f"**{title}**", ""] if title else []) + (
+                    [f"> {b}".rstrip() for b in body] if quoted else body)
         else:
             block = [f"**{tab.group('title')}**", ""] + body
         out += [indent + b if b else "" for b in block]
@@ -660,6 +676,10 @@ class Builder:
             except KeyError as error:
                 raise self.fail(str(error.args[0])) from None
         self.cells.append(self.markdown(self.first_cell(title, used)))
+        if any(re.search(r"^\s*(import|from) triton\b", "\n".join(self.snippet(name).lines), re.MULTILINE)
+               for name in {i.snippet for i in used}):
+            self.cells.append(v4.new_code_cell(TRITON_SETUP, id=cell_id("setup", "triton", self.ids),
+                                               metadata={"mlc": {"environment": True}}))
         prose: list[str] = []
         skip_title = True
         blocks = {start: (end, info) for start, end, info, _ in fence_blocks(lines)}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from cuda_dry_run import definitions
-from facts.dissecting_inductor import check_launches, check_lowering_and_fusion
-from facts.graph_mode import check_autotune, check_linear_relu
+from facts.dissecting.inductor_matmul_softmax import check_launches, check_lowering_and_fusion
+from facts.graph_mode.inductor_linear_relu import check_autotune, check_linear_relu
 
 pytestmark = pytest.mark.xdist_group("cuda_dry_run")  # one worker makes the code once
 

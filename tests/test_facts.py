@@ -21,7 +21,7 @@ COMMITTED = [r for r in records.all_records() if r.snippet in CHECKS]
 def test_every_snippet_has_a_check():
     unchecked = [s for s in SNIPPETS if s not in CHECKS and s not in SKIPS]
     assert not unchecked, (
-        f"no check for {', '.join(unchecked)}: add `@check('<snippet>')` to tests/facts/<chapter>.py, "
+        f"no check for {', '.join(unchecked)}: add `@check('<snippet>')` in tests/facts/<snippet>, "
         f"or list it in NO_CHECK in scripts/skips.py with the reason"
     )
     assert not set(CHECKS) - set(SNIPPETS), f"checks for snippets that do not exist: {set(CHECKS) - set(SNIPPETS)}"

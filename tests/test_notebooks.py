@@ -94,13 +94,10 @@ def test_in_the_built_site_each_notebook_links_to_its_chapter(built_site):
         assert chapter in targets, f"{url} has no link to {notebooks.page_url(page)}"
 
 
-def test_the_eager_notebook_code_compiles():
+def test_the_eager_notebook_carries_its_recorded_outputs():
     notebook = nbformat.read(EAGER, as_version=4)
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    shown = [cell for cell in code if not cell.metadata["mlc"].get("setup")]
+    shown = [cell for cell in notebook.cells if cell.cell_type == "code" and not cell.metadata["mlc"].get("setup")]
     assert shown and any(cell.outputs for cell in shown), "no code cell carries its recorded output"
-    for index, cell in enumerate(code):
-        compile(cell.source, f"{EAGER.name} code cell {index}", "exec")
 
 
 def test_the_eager_notebook_runs_top_to_bottom_on_cpu(tmp_path):

@@ -268,12 +268,13 @@ for name in ("complex_activation", "linear_relu"):
     if name == "linear_relu":
         # Inductor's default: the GEMM a library call that writes its output, then one
         # kernel that reads it back with the bias and writes the result (the bytes
-        # eager's add moves). Only a GEMM template (max-autotune) reaches the bound above.
+        # eager's add moves). Only a GEMM template (max-autotune) reaches the bound
+        # above.
         gemm, after = c["ops"][0], c["ops"][1:]
         split = (bound_us(gemm["flops"], gemm["bytes"])
                  + bound_us(sum(op["flops"] for op in after), after[0]["bytes"]))
-        print(f"{'':<{len(name)}}  library GEMM + one kernel after it >= {split:,.1f} us: "
-              f"at most {eager_bound / split:.2f}x")
+        print(f"{'':<{len(name)}}  library GEMM + one kernel after it >= "
+              f"{split:,.1f} us: at most {eager_bound / split:.2f}x")
         chapters[name] |= {"library_gemm_bound_us": split,
                            "library_gemm_fusion_bound": eager_bound / split}
     timed = measure({"eager": (fn, *args), "compiled": (torch.compile(fn), *args)})

@@ -247,7 +247,8 @@ for name, partition_fn in [("default", default_partition), ("min-cut", min_cut)]
     print(f"{name:<8} saves {len(found)} tensors, {sum(s['bytes'] for s in found):,} "
           f"bytes: " + ", ".join(f"{s['name']} {tuple(s['shape'])}" for s in found))
     print(f"         of which forward made {len(made)}, "
-          f"{sum(s['bytes'] for s in made):,} bytes: {', '.join(s['name'] for s in made)}")
+          f"{sum(s['bytes'] for s in made):,} bytes: "
+          + ", ".join(s["name"] for s in made))
     print(f"         forward {len(ops(kept['forward'][0]))} ops, "
           f"backward {len(ops(kept['backward'][0]))} ops")
 # --8<-- [end:partitioners]
@@ -258,10 +259,10 @@ results["saved_bytes"] = {name.replace("-", "_"): sum(s["bytes"] for s in c["sav
                           for name, c in compared.items()}
 results["new_activations"] = {name.replace("-", "_"): [s["name"] for s in c["new"]]
                               for name, c in compared.items()}
-results["new_activation_bytes"] = {name.replace("-", "_"): sum(s["bytes"] for s in c["new"])
-                                   for name, c in compared.items()}
-results["new_activation_ratio"] = (results["new_activation_bytes"]["default"]
-                                   / results["new_activation_bytes"]["min_cut"])
+made_bytes = {name.replace("-", "_"): sum(s["bytes"] for s in c["new"])
+              for name, c in compared.items()}
+results["new_activation_bytes"] = made_bytes
+results["new_activation_ratio"] = made_bytes["default"] / made_bytes["min_cut"]
 masks = [t for t in compared["min-cut"]["saved"] if t["dtype"] == "bool"]
 results["min_cut_mask"] = masks[0] if masks else None  # a saved bool tensor, if any
 results["default_graphs"] = {"forward": compared["default"]["forward"],

@@ -126,7 +126,8 @@ for name, (fn, shapes, dtype) in EXAMPLES.items():
             split = (bound_us(gemm["bytes"], gemm["flops"], spec, dtype)
                      + bound_us(after[0]["bytes"], sum(op["flops"] for op in after),
                                 spec, dtype))
-            entry[key] |= {"library_gemm_us": split, "library_gemm_speedup": eager / split}
+            entry[key] |= {"library_gemm_us": split,
+                           "library_gemm_speedup": eager / split}
     model[name] = entry
     print(f"{name} ({entry['dtype']}): {len(ops)} eager ops, {flops:.3g} FLOPs")
     print(f"    bytes: eager {eager_bytes:,}, fused {fused_bytes:,} "

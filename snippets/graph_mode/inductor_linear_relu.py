@@ -42,8 +42,9 @@ def kernels_and_launches(code):
     functions = {m.group(2): m.group(0) for m in re.finditer(
         r"^( *)def (call|partition_\d+)\(.*?^\1    return .*?$", code,
         re.MULTILINE | re.DOTALL)}
-    launches = [name for body in functions.values() for name in re.findall(
-        r"^\s+(extern_kernels\.\w+|(?:cpp|triton)_\w+)(?:\.run)?\(", body, re.MULTILINE)]
+    launch = r"^\s+(extern_kernels\.\w+|(?:cpp|triton)_\w+)(?:\.run)?\("
+    launches = [name for body in functions.values()
+                for name in re.findall(launch, body, re.MULTILINE)]
     return kernels, functions["call"], launches
 
 

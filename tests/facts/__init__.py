@@ -5,6 +5,7 @@ A check takes a record (scripts.records.Record: `.device`, `.results`, `.section
 
     from facts import check
 
+    # tests/facts/eager_mode/complex_activation.py: the check of snippets/eager_mode/complex_activation.py
     @check("eager_mode/complex_activation.py")
     def _(record):
         assert record.results["profile"]["kernel_count"] == (6 if record.device == "cuda" else 0)
@@ -18,13 +19,12 @@ snippet its stack cannot run (scripts/skips.py, CANNOT_RUN) skips its check with
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable
+from pathlib import Path
+
+from scripts.skips import NO_CHECK as SKIPS  # noqa: F401  the one table of what is not checked, and why
 
 CHECKS: dict[str, Callable] = {}
-
-from scripts.skips import NO_CHECK as SKIPS  # noqa: E402  the one table of what is not checked, and why
-
 
 MIN_TIMINGS = 10  # rounds in one process: the site's measure() takes 10
 
@@ -52,9 +52,29 @@ def as_printed(timing: dict) -> tuple[float, int]:
     return timing["process_medians_us"][0], timing["n"] // timing["processes"]
 
 
+def assert_timing(timing: dict) -> None:
+    """One timing as a fresh run or a record keeps it: n rounds, a median inside its quartiles."""
+    assert timing["n"] >= MIN_TIMINGS, f"{timing['n']} timings, fewer than {MIN_TIMINGS}"
+    assert len(timing["times_us"]) == timing["n"] and timing["median_us"] > 0
+    assert timing["q1_us"] <= timing["median_us"] <= timing["q3_us"]
+
+
+def needs_jax(record) -> None:
+    """Skip a fresh run (a record with no manifest) where JAX is not installed."""
+    import pytest
+
+    if not record.exists:
+        pytest.importorskip("jax", reason="JAX is an optional extra: pip install 'jax[cpu]'")
+
+
 def check(snippet: str):
-    """Register the decorated function as the one check of snippets/<snippet>."""
+    """Register the decorated function as the one check of snippets/<snippet>; it lives in
+    tests/facts/<snippet>, so a snippet's check is found by its path."""
     def register(function: Callable) -> Callable:
+        home = f"{__name__}.{snippet.removesuffix('.py').replace('/', '.')}"
+        if function.__module__ != home:
+            raise ValueError(f"the check of snippets/{snippet} belongs in tests/facts/{snippet}, "
+                             f"not in {function.__module__}")
         if snippet in CHECKS:
             raise ValueError(f"{snippet} has two checks: {CHECKS[snippet].__module__} and {function.__module__}")
         CHECKS[snippet] = function
@@ -64,7 +84,10 @@ def check(snippet: str):
 
 
 def load() -> dict[str, Callable]:
-    """Import every module of this package, so every check is registered."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+    """Import every module under this package (tests/facts/<folder>/<snippet>.py), so every check is
+    registered."""
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        if path.name != "__init__.py":
+            importlib.import_module(".".join((__name__, *path.relative_to(root).with_suffix("").parts)))
     return CHECKS

@@ -1,4 +1,5 @@
-"""The Eager mode chapter's facts (docs/eager-mode.md), one check per snippet."""
+"""The check of snippets/eager_mode/complex_activation.py: what contributing.md, eager-mode.md and reproduce.md
+say about it, held on every record of it."""
 
 import re
 

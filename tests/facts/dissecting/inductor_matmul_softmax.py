@@ -1,13 +1,15 @@
-"""Facts of Dissecting torch.compile, part B: the TorchInductor and Benchmarking pages
-(matmul + softmax through Inductor, timed small, over sizes and in each compile mode)."""
+"""The check of snippets/dissecting/inductor_matmul_softmax.py: what dissecting/inductor.md and
+dissecting/triton.md say about it, held on every record of it."""
 
-import re
-
-from facts import MIN_TIMINGS, as_printed, check
+from facts import check
 
 ARTIFACTS = ["fx_graph_readable.py", "fx_graph_runnable.py", "fx_graph_transformed.py",
              "ir_post_fusion.txt", "ir_pre_fusion.txt", "output_code.py"]
+
+
 SOFTMAX_IR_OPS = {"max reduction", "sub", "exp", "sum reduction", "truediv"}
+
+
 # On a Triton target (config.online_softmax), the max and the sum are one reduction with two outputs.
 ONLINE_SOFTMAX_IR_OPS = {"online_softmax_reduce reduction", "sub", "exp", "truediv"}
 
@@ -44,15 +46,6 @@ def check_launches(kernels, launches, cuda):
     assert kernels and all(k.startswith(prefix) for k in kernels), kernels
     assert launches and launches[0] == "extern_kernels.mm", launches
     assert [launch.removesuffix(".run") for launch in launches[1:]] == kernels, (launches, kernels)
-
-
-def assert_timing(timing):
-    assert timing["n"] >= MIN_TIMINGS, f"{timing['n']} timings, fewer than {MIN_TIMINGS}"
-    assert len(timing["times_us"]) == timing["n"] and timing["median_us"] > 0
-    assert timing["q1_us"] <= timing["median_us"] <= timing["q3_us"]
-
-
-# ------------------------------------------------------------------------------ TorchInductor
 
 
 @check("dissecting/inductor_matmul_softmax.py")
@@ -133,117 +126,3 @@ def _(record):
         expected = {"AVX512": 16, "AVX2": 8}.get(results["cpu_capability"])
         if expected:
             assert results["vector_floats"] == expected
-
-
-# ------------------------------------------------------------------------------ Benchmarking
-
-
-@check("dissecting/bench_small_matmul_softmax.py")
-def _(record):
-    results = record.results
-    assert results["n"] == 100
-    # The naive way: five single calls each; the first compiled one is the compilation.
-    first = results["first_calls"]
-    assert len(first["eager_us"]) == len(first["compiled_us"]) == 5
-    assert all(t > 0 for t in first["eager_us"] + first["compiled_us"])
-    assert abs(first["compile_s"] * 1e6 - first["compiled_us"][0]) < 1e-3
-    printed = record.section("first_calls")
-    assert re.search(r"^eager \(us\)(\s+[\d.]+){5}$", printed, re.MULTILINE)
-    assert re.search(r"^compiled \(us\)(\s+[\d.]+){5}$", printed, re.MULTILINE)
-    assert f"took {first['compile_s']:.2f} s" in printed
-    # The site's way: the one measure method.
-    timing = results["timing"]
-    for side in ("eager", "compiled"):
-        assert_timing(timing[side])
-        assert f"{side:<9} median" in record.section("timer")
-    (eager_us, n), (compiled_us, _) = as_printed(timing["eager"]), as_printed(timing["compiled"])
-    assert f"n = {n}" in record.section("timer")
-    difference = compiled_us - eager_us  # the printed difference: this process's medians
-    assert abs(results["compiled_minus_eager_us"] - difference) < 1e-6 * abs(difference) + 1e-9
-    assert results["max_abs_error"] < 1e-4
-
-
-def sweep_rows(text):
-    number = r"([\d,.]+)"
-    row = re.compile(rf"^\s*(\d+)\s+{number} \(\s*{number}\)\s+{number} \(\s*{number}\)"
-                     rf"\s+([\d.]+)x\s+(\d+)$", re.MULTILINE)
-    return [[float(v.replace(",", "")) for v in match] for match in row.findall(text)]
-
-
-@check("dissecting/bench_size_sweep.py")
-def _(record):
-    results = record.results
-    sizes = [64, 128, 256, 512, 1024] + ([2048, 4096] if record.device == "cuda" else [])
-    assert results["sizes"] == sizes
-    eager, compiled = results["timing"]["eager"], results["timing"]["compiled"]
-    assert len(eager) == len(compiled) == len(sizes)
-    for timing in eager + compiled:
-        assert_timing(timing)
-    # The printed table is the recorded data.
-    rows = sweep_rows(record.section("sweep"))
-    assert [int(r[0]) for r in rows] == sizes
-    for row, e, c in zip(rows, eager, compiled):
-        (e_us, e_n), (c_us, c_n) = as_printed(e), as_printed(c)
-        assert abs(row[1] - e_us) <= 0.05 + 1e-6 * e_us
-        assert abs(row[3] - c_us) <= 0.05 + 1e-6 * c_us
-        assert abs(row[5] - e_us / c_us) <= 0.005
-        assert int(row[6]) == min(e_n, c_n)
-    assert results["smallest"]["n"] == sizes[0]
-
-
-@check("dissecting/bench_compile_modes.py")
-def _(record):
-    results, cuda = record.results, record.device == "cuda"
-    # What each mode switches on.
-    options = results["mode_options"]
-    assert options["default"] == {}
-    assert options["reduce-overhead"] == {"triton.cudagraphs": True}
-    assert options["max-autotune"]["max_autotune"]
-    assert options["max-autotune"]["triton.cudagraphs"]
-    assert options["max-autotune-no-cudagraphs"]["max_autotune"]
-    assert "triton.cudagraphs" not in options["max-autotune-no-cudagraphs"]
-
-    # CUDA graphs' replay overwrites the previous output: shown on CUDA only.
-    overwritten = results["cudagraph_output_overwritten"]
-    pitfalls = record.section("pitfalls")
-    if cuda:
-        assert isinstance(overwritten, bool)
-        assert "the clone taken before the next call still reads" in pitfalls
-    else:
-        assert overwritten is None and "need CUDA" in pitfalls
-
-    # The SM check of max-autotune's GEMM templates.
-    assert results["min_sms"] == 68
-    if cuda:
-        assert results["is_big_gpu"] == (results["sms"] >= 68)
-        assert results["sm_warning"] == (not results["is_big_gpu"])
-        assert f"{results['sms']} SMs; is_big_gpu: {results['is_big_gpu']}" in \
-            record.section("sms")
-    else:
-        assert results["sms"] is None and results["is_big_gpu"] is None
-        assert "only apply to max-autotune on CUDA" in record.section("sms")
-
-    # The modes timed, per device; each with the site's method.
-    if cuda:
-        sizes, modes = [100, 2048], ["default", "reduce-overhead", "max-autotune"]
-    else:
-        sizes, modes = [100], ["default", "max-autotune-no-cudagraphs"]
-    assert results["sizes"] == sizes and results["timed_modes"] == modes
-    for n in map(str, sizes):
-        assert list(results["timing"][n]) == ["eager", *modes]
-        for timing in results["timing"][n].values():
-            assert_timing(timing)
-        assert all(results["compile_s"][n][mode] > 0 for mode in modes)
-        assert set(results["matmul"][n]) == set(modes)
-        # Without max-autotune, the matmul is always left to the vendor library.
-        assert results["matmul"][n]["default"] == "extern mm"
-    printed = record.section("timings")
-    assert ("reduce-overhead" in printed) == cuda
-    # Compile times compare modes: nothing cached between them, and each mode's compile wrote its
-    # kernels into an empty cache folder of its own.
-    assert results["caches"] == {"fx_graph": False, "aot_autograd": False, "autotune": False,
-                                 "kernels": "an empty folder per mode"}
-    assert "caches: FX graph, AOTAutograd and autotune off" in printed
-    for n in map(str, sizes):
-        assert set(results["kernel_cache_files"][n]) == set(modes)
-        assert all(count > 0 for count in results["kernel_cache_files"][n].values())

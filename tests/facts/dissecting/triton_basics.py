@@ -1,0 +1,36 @@
+"""The check of snippets/dissecting/triton_basics.py: what dissecting/triton-basics.md says about it, held on
+every record of it."""
+
+from facts import check
+
+
+@check("dissecting/triton_basics.py")
+def _(record):
+    results = record.results
+    if record.device == "cpu":
+        assert results["ran"] == "Triton's interpreter on the CPU"
+        assert "without a GPU; never run" in results["label"]
+    # The kernels, run on a GPU or in the interpreter, match torch.
+    assert results["add"]["programs"] == 97 and results["add"]["max_error"] <= 1e-6
+    assert results["who"] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]
+    assert results["softmax"]["block_size"] == 1024
+    assert results["softmax"]["max_error"] < 1e-5 and results["persistent"]["max_error"] < 1e-5
+    assert "max error against torch" in record.section("add_run")
+    # num_warps: the TTGIR carries the number asked for, and the layout spreads 1024 values over
+    # 32 * num_warps threads.
+    warps = results["warps"]
+    assert set(warps) == {"1", "4", "8", "16"}
+    for asked, w in warps.items():
+        asked = int(asked)
+        assert w["ttgir_num_warps"] == asked and w["warps_per_cta"] == asked
+        assert w["values_per_thread"] * 32 * asked == 1024
+        assert 0 < w["registers"] <= 255
+        text = record.file(f"softmax.sm_90.num_warps_{asked}.ttgir").read_text()
+        assert f'"ttg.num-warps" = {asked}' in text
+    # num_stages: a pipelined loop holds more rows in shared memory with each stage.
+    stages = results["stages"]
+    assert stages["1"]["async_copies"] == 0 and all(stages[s]["async_copies"] > 0 for s in ("2", "3", "4"))
+    shared = [stages[s]["shared_bytes"] for s in ("1", "2", "3", "4")]
+    assert shared == sorted(shared) and shared[0] < shared[-1]
+    assert "ttg.async_copy_global_to_local" in record.file("softmax_persistent.sm_90.num_stages_3.ttgir").read_text()
+    assert "never run" in record.section("warps")

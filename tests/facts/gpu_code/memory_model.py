@@ -1,0 +1,39 @@
+"""The check of snippets/gpu_code/memory_model.py: what dissecting/regimes.md and dissecting/triton.md say about
+it, held on every record of it."""
+
+import pytest
+from facts import check
+
+
+@check("gpu_code/memory_model.py")
+def _(record):
+    model = record.results["model"]
+    act = model["complex_activation"]
+    n = 64 * 2**20
+    assert [op["op"] for op in act["ops"]] == ["sin", "cos", "mul", "add", "mul", "relu"]
+    assert act["fused_bytes"] == 3 * n * 4 and act["eager_bytes"] == 15 * n * 4
+    assert act["h100"]["memory_bound"] and act["h200"]["memory_bound"]
+    assert act["h100"]["speedup"] == pytest.approx(5.0)
+    # A published 4.8 TB/s against 3.35 TB/s: the memory-bound bound shrinks by that ratio.
+    assert act["h100"]["fused_us"] / act["h200"]["fused_us"] == pytest.approx(4800 / 3350)
+    # Linear + ReLU: the epilogue inside the GEMM bounds the gain at 3.3x; a library GEMM and one kernel
+    # after it (Inductor's default), at less.
+    for gpu in ("h100", "h200"):
+        linear = model["linear_relu"][gpu]
+        assert 1 < linear["library_gemm_speedup"] < linear["speedup"]
+        assert linear["fused_us"] < linear["library_gemm_us"] < linear["eager_us"]
+    big = model["matmul_softmax_4096"]
+    assert big["flops"] >= 2 * 4096**3  # FlopCounterMode's 2*N^3 for the matmul
+    assert big["h100"]["speedup"] < 1.1  # GEMM-heavy: fusion cannot buy much
+    roofline = record.results["roofline"]
+    assert roofline["label"] == "H100 SXM (published)"
+    assert roofline["bandwidth_gbps"] == 3350.0 and roofline["peak_tflops"] == 989.0
+    points = roofline["points"]
+    assert points and all(set(p) == {"label", "intensity", "tflops", "measured"} for p in points)
+    for point in points:
+        assert point["intensity"] > 0 and point["tflops"] > 0
+        if not point["measured"]:
+            assert point["tflops"] <= roofline["peak_tflops"]
+            assert point["tflops"] <= roofline["bandwidth_gbps"] * point["intensity"] / 1000 * (1 + 1e-9)
+    assert any(p["measured"] for p in points) == (record.device == "cuda")
+    assert "model" in record.results["label"]

@@ -1,0 +1,25 @@
+"""The check of snippets/graph_mode/eager_cannot_fuse.py: what dissecting/regimes.md and graph-mode.md say about
+it, held on every record of it."""
+
+from facts import check, timed
+
+
+@check("graph_mode/eager_cannot_fuse.py")
+def _(record):
+    eager, compiled = record.results["eager"], record.results["compiled"]
+    assert eager["ops"] == ["aten::matmul", "aten::add", "aten::relu"]
+    assert "eager: 3 ops called" in record.section("eager")
+    assert compiled["matches_eager"]
+    # Inductor keeps the GEMM as a library call and generates one kernel for the rest: two launches.
+    assert (compiled["extern_count"], compiled["generated_count"]) == (1, 1)
+    assert any(op.startswith("Torch-Compiled Region") for op in compiled["profiler_ops"])
+    for trace in record.results["traces"].values():
+        assert record.file(trace["trace"]).exists()
+    timed(record.results["timing"], ("eager", "compiled"))
+    if record.device == "cuda":
+        # Eager: the GEMM, the add and the relu each launch (at least) one kernel; compiled: fewer.
+        assert eager["kernel_count"] >= 3
+        assert compiled["kernel_count"] < eager["kernel_count"]
+    else:
+        assert eager["kernel_count"] == compiled["kernel_count"] == 0
+        assert compiled["calls"] == ["extern_kernels.addmm", "cpp_fused_relu_0"]  # bias folded into addmm

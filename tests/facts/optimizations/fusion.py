@@ -1,0 +1,72 @@
+"""The check of snippets/optimizations/fusion.py: what dissecting/regimes.md, dissecting/triton.md, eager-mode.md
+and optimizations.md say about it, held on every record of it."""
+
+from facts import check, timed
+
+SIX_OPS = ["aten::sin", "aten::cos", "aten::mul", "aten::add", "aten::mul", "aten::relu"]
+
+
+@check("optimizations/fusion.py")
+def _(record):
+    results = record.results
+    assert results["allclose"] is True
+    assert "compiled == eager: True" in record.section("compile")
+
+    # Six eager ops; the compiled call runs one generated kernel and no aten op.
+    eager, compiled = results["profile"]["eager"], results["profile"]["compiled"]
+    assert eager["ops"] == SIX_OPS, eager["ops"]
+    assert compiled["op_count"] == 0, compiled["ops"]
+    assert compiled["kernel_count"] == 1, compiled["kernels"]
+    assert "compiled: 0 aten ops" in record.section("profile")
+    assert set(results["traces"]) == {"eager", "compiled"}
+    for name in ("eager", "compiled"):
+        assert record.file(f"traces.{name}.trace.json").exists()
+    if record.device == "cuda":
+        assert eager["kernel_count"] == 6, eager["kernels"]
+        assert compiled["kernels"][0].startswith("triton_poi_fused_")
+    else:
+        assert eager["kernel_count"] == 0
+        assert compiled["kernels"] == ["graph_N_cpp_fused_add_cos_mul_relu_sin_0"]
+
+    # The lesson in bytes: 15 passes against 3, on tensors at least 4x the last-level cache (the page says
+    # every pass goes to DRAM), so the copy it is set against is a DRAM figure too.
+    assert results["passes"] == {"eager": 15, "compiled": 3, "copy": 2}
+    assert results["n"] == (64 * 2**20 if record.device == "cuda" else 32 * 2**20)
+    env = record.environment
+    llc = env.get("gpu_l2_bytes") if record.device == "cuda" else (env.get("caches") or {}).get("llc_bytes")
+    if llc:
+        assert results["tensor_mib"] * 2**20 >= 4 * llc, (results["tensor_mib"], llc)
+    assert "eager moves 5x the bytes" in record.section("timing")
+    timed(results["timing"], ("eager", "compiled", "copy"))
+    for name in ("eager", "compiled", "copy"):
+        assert results["bandwidth_gbps"][name] > 0
+    assert results["share_of_copy"]["copy"] == 1
+
+    # Preallocated outputs: the same six ops with no allocation, counted in page faults.
+    faults = results["page_faults"]
+    assert set(faults) == {"eager", "eager_out", "compiled", "compiled_out"}, faults
+    assert all(n >= 0 for n in faults.values()), faults
+    timed(results["timing_out"], ("eager", "eager_out", "compiled", "compiled_out"))
+    if record.device == "cpu":
+        # The page's CPU story: fresh outputs fault their pages in, one output's worth for the compiled call
+        # and six for eager; with outputs allocated once, neither faults, and allocation was most of both.
+        assert faults["eager_out"] == 0 and faults["compiled_out"] == 0, faults
+        assert faults["eager"] > 5 * faults["compiled"] > 0, faults
+        assert min(results["allocation_share"].values()) > 0.5, results["allocation_share"]
+    assert "page faults per call" in record.section("outputs")
+
+    # One fused kernel, handed to async_compile; on CPU a vectorized loop, not unrolled.
+    kernel = results["kernel"]
+    assert kernel["count"] == 1 and len(kernel["names"]) == 1, kernel
+    source = record.section("kernel")
+    assert source.count("load") >= 2  # reads x and y once each
+    if record.device == "cuda":
+        assert kernel["names"] == ["triton_poi_fused_add_cos_mul_relu_sin_0"]
+        assert "def triton_poi_fused_add_cos_mul_relu_sin_0(" in source
+        assert "tl.store" in source
+    else:
+        assert kernel["names"] == ["cpp_fused_add_cos_mul_relu_sin_0"]
+        assert 'extern "C"' in source and ".sin()" in source and "clamp_min" in source
+        assert kernel["vector_bits"] == 32 * kernel["vector_step"]
+        assert f"x0+=static_cast<int64_t>({kernel['vector_step']}L)" in source
+        assert kernel["unroll_in_source"] is False
