@@ -155,7 +155,7 @@ def tabs(bodies: list[tuple[str, str]]) -> str:
 
 
 def provenance(page: Page, record: records.Record) -> str:
-    link = page.link(f"outputs/{record.device}/{record.snippet[:-3]}/manifest.json")
+    link = page.link(f"{records.site_path(record.snippet, record.device)}/{records.MANIFEST}")
     return f'<p class="provenance">{html.escape(record.provenance())} · <a href="{link}">record</a></p>'
 
 
@@ -278,7 +278,7 @@ def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -
     traces = plots.traces(record) if name == "timeline" else []
     links = ""
     if traces:
-        base = f"outputs/{record.device}/{record.snippet[:-3]}/files/"
+        base = f"{records.site_path(record.snippet, record.device)}/{records.FILES}/"
         listed = ", ".join(f'<a href="{page.link(base + t.name)}"><code>{t.name}</code></a>' for t in traces)
         perfetto = '<a href="https://ui.perfetto.dev">Perfetto</a>'
         links = f'\n<p class="provenance">The traces, to open in {perfetto}: {listed}</p>'
@@ -298,7 +298,7 @@ def render_records(args: list[str], page: Page) -> str:
                 cells.append(f"*{state}*")
                 continue
             env = record.environment
-            link = page.md_link(f"outputs/{device}/{snippet[:-3]}/manifest.json")
+            link = page.md_link(f"{records.site_path(snippet, device)}/{records.MANIFEST}")
             shown = f"**{state}**" if state != "fresh" else state
             cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · torch {env.get('torch')} · "
                          f"{record.manifest.get('duration_s')} s")

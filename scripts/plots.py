@@ -22,6 +22,7 @@ import io
 import json
 from pathlib import Path
 
+from scripts import records
 from scripts.records import Record
 
 PALETTES = {
@@ -115,8 +116,8 @@ def draw_bars(record: Record, options: dict, colors: dict):
     if timings:
         unit, factor = time_unit([i["median_us"] for i in items])
         values = [i["median_us"] * factor for i in items]
-        lo = [i.get("q1_us", i["median_us"]) * factor for i in items]
-        hi = [i.get("q3_us", i["median_us"]) * factor for i in items]
+        lo = [records.quartiles(i)[0] * factor for i in items]
+        hi = [records.quartiles(i)[1] * factor for i in items]
     elif all(isinstance(i, (int, float)) for i in items):
         unit = options.get("unit", "")
         values, lo, hi = list(items), list(items), list(items)
@@ -156,9 +157,8 @@ def draw_speedup(record: Record, options: dict, colors: dict):
     base, other = value(record, keys(options, "base")[0]), value(record, keys(options, "other")[0])
     if not (len(x) == len(base) == len(other)) or not all(is_timing(t) for t in base + other):
         raise FigureError("x, base and other must be lists of the same length, base and other of timing dicts")
-    ratio = [b["median_us"] / o["median_us"] for b, o in zip(base, other)]
-    low = [b.get("q1_us", b["median_us"]) / o.get("q3_us", o["median_us"]) for b, o in zip(base, other)]
-    high = [b.get("q3_us", b["median_us"]) / o.get("q1_us", o["median_us"]) for b, o in zip(base, other)]
+    # The ratio and its band as the pages' words give them (per-process ratios where there are several).
+    ratio, low, high = (list(v) for v in zip(*(records.timing_band(b, o) for b, o in zip(base, other))))
     fig, ax = plt.subplots(figsize=(8, 4.2))
     ax.axhline(1, color=colors["fg"], linestyle="--", linewidth=1)
     ax.text(x[0], 1, " 1× (same speed)", va="bottom", fontsize=10, color=colors["fg"])

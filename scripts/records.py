@@ -65,6 +65,11 @@ def record_dir(snippet: str, device: str, outputs: Path = OUTPUTS) -> Path:
     return outputs / device / snippet.removesuffix(".py")
 
 
+def site_path(snippet: str, device: str) -> str:
+    """Where the record of snippets/<snippet> on `device` is in the site, relative to docs/."""
+    return f"{OUTPUTS.name}/{device}/{snippet.removesuffix('.py')}"
+
+
 @dataclass
 class Record:
     """One snippet's record on one device, which may not exist yet. Also used for a fresh in-process run:
@@ -327,6 +332,12 @@ def ratios(a: dict, b: dict) -> list[float]:
     return []
 
 
+def quartiles(t: dict) -> tuple[float, float]:
+    """(first, third) quartile of a timing in µs; from its median and IQR where the quartiles are absent."""
+    half = t.get("iqr_us", 0) / 2
+    return t.get("q1_us", t["median_us"] - half), t.get("q3_us", t["median_us"] + half)
+
+
 def timing_band(a: dict, b: dict) -> tuple[float, float, float]:
     """(ratio a/b, lowest and highest ratio the spread allows). With timings from several processes: the
     median, least and greatest of the per-process ratios. With one process's timings: the ratio of the
@@ -334,11 +345,6 @@ def timing_band(a: dict, b: dict) -> tuple[float, float, float]:
     per_process = ratios(a, b)
     if per_process:
         return statistics.median(per_process), min(per_process), max(per_process)
-
-    def quartiles(t):
-        half = t.get("iqr_us", 0) / 2
-        return t.get("q1_us", t["median_us"] - half), t.get("q3_us", t["median_us"] + half)
-
     (a1, a3), (b1, b3) = quartiles(a), quartiles(b)
     return a["median_us"] / b["median_us"], a1 / b3, a3 / b1
 

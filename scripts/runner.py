@@ -25,7 +25,8 @@ A snippet fills `results` with plain values, and with a few objects the runner k
 
 <key> is the value's dotted place in `results` ("traces.eager"). A reader who copies a snippet out and runs
 it sees the same output and is left with a clean folder. The recorder runs this file in a fresh process;
-the tests call `run()` in theirs. Standard library only (torch is used where the snippet brought it).
+the tests call `run()` in theirs. Standard library only (torch is used where the snippet brought it); the
+record's file names come from scripts/records.py.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ import runpy
 import sys
 from pathlib import Path
 from typing import Any
+
+try:  # imported as scripts.runner (the tests, the notebook builder)
+    from scripts.records import FILES, RESULTS, SECTIONS, STDOUT
+except ImportError:  # run as `python scripts/runner.py`: scripts/ is first on the path
+    from records import FILES, RESULTS, SECTIONS, STDOUT
 
 MARKER = re.compile(r"#\s*--8<--\s*\[(start|end):([\w-]+)\]")
 TRACE_PRIVATE = ("host_name", "hostName", "traceName", "distributedInfo")
@@ -143,7 +149,7 @@ class Keeper:
 
     def files(self, texts: dict) -> list[str]:
         for name, text in texts.items():
-            if "/" in name or name.startswith(".") or name == "results.json":
+            if "/" in name or name.startswith(".") or name == RESULTS:
                 raise ValueError(f"results['files'][{name!r}]: a file name of its own, without folders")
             if not isinstance(text, (str, bytes)):
                 raise TypeError(f"results['files'][{name!r}] holds a {type(text).__name__}: give text or bytes")
@@ -204,7 +210,7 @@ def run(snippet: str | Path, folder: Path, capture_stdout: bool = True) -> dict[
     path = str(Path(snippet).resolve())
     spans = section_lines(Path(path).read_text())
     folder = Path(folder).resolve()
-    files = folder / "files"
+    files = folder / FILES
     files.mkdir(parents=True, exist_ok=True)
     capture = SectionedStdout(sys.stdout, path, spans)
     saved_stdout, saved_argv, saved_cwd = sys.stdout, sys.argv, os.getcwd()
@@ -217,15 +223,15 @@ def run(snippet: str | Path, folder: Path, capture_stdout: bool = True) -> dict[
             if not isinstance(results, dict):
                 raise TypeError(f"{snippet}: `results` must be a dict, not {type(results).__name__}")
             kept = Keeper(files).keep(results, "")
-            (files / "results.json").write_text(json.dumps(kept, indent=1) + "\n")
+            (files / RESULTS).write_text(json.dumps(kept, indent=1) + "\n")
     finally:
         sys.stdout.flush()
         sys.stdout, sys.argv = saved_stdout, saved_argv
         os.chdir(saved_cwd)
         sections = {name: "".join(parts) for name, parts in capture.sections.items()}
-        (Path(folder) / "sections.json").write_text(json.dumps(sections, indent=1) + "\n")
+        (Path(folder) / SECTIONS).write_text(json.dumps(sections, indent=1) + "\n")
         if capture_stdout:
-            (Path(folder) / "stdout.txt").write_text("".join(capture.parts))
+            (Path(folder) / STDOUT).write_text("".join(capture.parts))
     return module_globals
 
 

@@ -101,3 +101,23 @@ def test_every_snippet_times_by_the_one_method():
             f"the {framework} snippets time by {len(variants)} different measure() functions: "
             f"copy the one in {members[0]} to {', '.join(m for m in members if found[m] != found[members[0]])}"
         )
+
+
+def test_a_helper_copied_into_several_snippets_stays_one_helper():
+    """A snippet runs alone, so a helper it shares with others (the HLO parsers of the JAX snippets,
+    `logged()`, `measure()`) is a copy. A copy is a function of the same name with the same docstring; its
+    code must stay the same in every snippet. Same-named functions without a shared docstring (the chapters'
+    example functions) may differ."""
+    copies: dict[tuple[str, str], dict[str, str]] = {}
+    for name in SNIPPETS:
+        for node in ast.parse((records.SNIPPETS / name).read_text()).body:
+            doc = ast.get_docstring(node) if isinstance(node, ast.FunctionDef) else None
+            if doc:
+                code = ast.dump(node.args) + ast.dump(ast.Module(body=node.body[1:], type_ignores=[]))
+                copies.setdefault((node.name, doc), {})[name] = code
+    shared = {key: found for key, found in copies.items() if len(found) > 1}
+    assert {name for name, _ in shared} >= {"measure", "logged", "computations", "opcodes"}
+    for (function, _), found in shared.items():
+        first = next(iter(found))
+        differ = [name for name, code in found.items() if code != found[first]]
+        assert not differ, f"{function}() differs from snippets/{first} in snippets/{', snippets/'.join(differ)}"
