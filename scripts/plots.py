@@ -89,6 +89,16 @@ def labels(options: dict, given: list[str]) -> list[str]:
     return names
 
 
+def plain_log_ticks(ax, x: bool = True, y: bool = True) -> None:
+    """Log axes labelled as plain numbers ("0.4", "1,000"), not "4×10⁻¹"; minor ticks unlabelled."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    for on, axis in ((x, ax.xaxis), (y, ax.yaxis)):
+        if on:
+            axis.set_major_formatter(FuncFormatter(lambda value, _: readable(value)))
+            axis.set_minor_formatter(NullFormatter())
+
+
 def readable(number: float) -> str:
     """1234.5 -> '1,234'; 12.345 -> '12.3'; 0.01234 -> '0.0123'."""
     return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
@@ -166,6 +176,7 @@ def draw_speedup(record: Record, options: dict, colors: dict):
     ax.plot(x, ratio, marker="o", markersize=4, color=colors["series"][0])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    plain_log_ticks(ax, x=False)
     ax.set_xlabel(options.get("xlabel", options.get("x", "x")))
     ax.set_ylabel(options.get("ylabel", "speedup (× faster than eager)"))
     ax.grid(which="major")
@@ -190,6 +201,7 @@ def draw_lines(record: Record, options: dict, colors: dict):
     ax.set_xscale("log", base=2)
     if options.get("logy"):
         ax.set_yscale("log")
+        plain_log_ticks(ax, x=False)
     ax.set_xlabel(options.get("xlabel", ""))
     ax.set_ylabel(options.get("ylabel", ""))
     ax.grid(which="major")
@@ -215,16 +227,48 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     ax.text(at, at * bandwidth / 1e3 * 1.6, f"{readable(bandwidth)} GB/s ", fontsize=10, color=colors["fg"],
             va="bottom", ha="right")
     ax.text(xs[-1], peak, f"{readable(peak)} TFLOP/s ", fontsize=10, color=colors["fg"], va="bottom", ha="right")
-    for i, p in enumerate(points):
+    fp32 = model.get("peak_tflops_fp32")
+    if fp32:  # a second compute roof, for the examples that run in fp32
+        knee = fp32 * 1e12 / (bandwidth * 1e9)
+        ax.plot([knee, xs[-1]], [fp32, fp32], color=colors["fg"], linewidth=1.2, linestyle="--")
+        ax.text(xs[-1], fp32, f"fp32 {readable(fp32)} TFLOP/s ", fontsize=10, color=colors["fg"], va="bottom",
+                ha="right")
+    # One colour per example; hollow for eager, filled for fused or compiled, an arrow from one to the other.
+    examples = list(dict.fromkeys(p["label"].split(", ")[0] for p in points))
+    placed = {}
+    for p in points:
+        example, _, variant = p["label"].partition(", ")
+        color = colors["series"][examples.index(example) % len(colors["series"])]
+        eager = variant.startswith("eager")
         marker = "o" if p.get("measured") else "s"
-        ax.scatter([p["intensity"]], [p["tflops"]], color=colors["series"][i % 4], marker=marker, zorder=3,
-                   label=p["label"] + ("" if p.get("measured") else " (model)"))
+        ax.scatter([p["intensity"]], [p["tflops"]], marker=marker, zorder=3, s=46, linewidths=1.6,
+                   edgecolors=color, facecolors="none" if eager else color)
+        placed.setdefault(example, {})["eager" if eager else "other"] = (p["intensity"], p["tflops"])
+    for example, ends in placed.items():
+        if "eager" in ends and "other" in ends:
+            ax.annotate("", xy=ends["other"], xytext=ends["eager"], zorder=2, arrowprops={
+                "arrowstyle": "->", "color": colors["series"][examples.index(example) % len(colors["series"])],
+                "linewidth": 1.2, "shrinkA": 5, "shrinkB": 5})
+    from matplotlib.lines import Line2D
+
+    variants = {p["label"].partition(", ")[2] for p in points}
+    handles = [Line2D([], [], linestyle="none", marker="s", markersize=7, color=colors["series"][i % 4],
+                      label=example.replace("_", " ")) for i, example in enumerate(examples)]
+    if any(v.startswith("eager") for v in variants) and len(variants) > 1:
+        handles += [Line2D([], [], linestyle="none", marker="o", markersize=7, markerfacecolor="none",
+                           markeredgecolor=colors["fg"], label="eager (hollow)"),
+                    Line2D([], [], linestyle="none", marker="o", markersize=7, color=colors["fg"],
+                           label="fused or compiled (filled)")]
+    if not all(p.get("measured") for p in points):
+        handles.append(Line2D([], [], linestyle="none", marker="s", markersize=7, markerfacecolor="none",
+                              markeredgecolor=colors["fg"], label="square: a model, not measured"))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_ticks(ax)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("TFLOP/s")
     ax.grid(which="major")
-    ax.legend(frameon=False, fontsize=9, loc="lower right")
+    ax.legend(handles=handles, frameon=False, fontsize=9, loc="lower right")
     ax.set_title(model.get("label", ""), loc="left", fontsize=11)
     alt = (f"Roofline of {model.get('label', 'a device')}: memory roof {readable(bandwidth)} GB/s, compute roof "
            f"{readable(peak)} TFLOP/s, ridge at {readable(ridge)} FLOP per byte; points: "

@@ -310,18 +310,44 @@ def pool(runs: list[dict]) -> dict:
 
 
 def merge_runs(results: list):
-    """The first process's results, with every timing pooled over all the processes' results (a later
-    process that lacks one of the first's timings raises KeyError or IndexError)."""
+    """One record from a snippet's several processes: every timing pooled over all of them; every other
+    number that the processes measured differently (a bandwidth, a share, a bound from measured roofs, a
+    count of page faults) their median, an integer staying one of the values seen, with each process's
+    value kept under "process_values" by its dotted key; text, flags and numbers that agree are the first
+    process's, as are its printout and files. A later process that lacks one of the first's timings raises
+    KeyError or IndexError."""
+    spread: dict[str, list] = {}
+    merged = _merge(results, "", spread)
+    if spread and isinstance(merged, dict):
+        merged["process_values"] = spread
+    return merged
+
+
+def _merge(results: list, key: str, spread: dict):
     first = results[0]
     if is_timing(first):
         return pool(results)
-    if not any(timings_in(first)):
-        return first
     if isinstance(first, dict):
-        return {key: merge_runs([run[key] for run in results]) if any(timings_in(value)) else value
-                for key, value in first.items()}
-    return [merge_runs([run[i] for run in results]) if any(timings_in(value)) else value
-            for i, value in enumerate(first)]
+        merged = {}
+        for name, value in first.items():
+            where = f"{key}.{name}" if key else str(name)
+            if any(timings_in(value)):
+                merged[name] = _merge([run[name] for run in results], where, spread)
+            else:
+                present = [run[name] for run in results if isinstance(run, dict) and name in run]
+                merged[name] = _merge(present, where, spread) if len(present) == len(results) else value
+        return merged
+    if isinstance(first, list):
+        if any(timings_in(first)) or all(isinstance(run, list) and len(run) == len(first) for run in results):
+            return [_merge([run[i] for run in results], f"{key}.{i}", spread) for i in range(len(first))]
+        return first
+    numbers = [run for run in results if isinstance(run, (int, float)) and not isinstance(run, bool)]
+    if isinstance(first, bool) or len(numbers) != len(results) or all(n == first for n in numbers):
+        return first
+    spread[key] = numbers
+    if all(isinstance(n, int) for n in numbers):
+        return statistics.median_low(numbers)
+    return statistics.median(numbers)
 
 
 def ratios(a: dict, b: dict) -> list[float]:

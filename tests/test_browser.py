@@ -288,3 +288,20 @@ def test_notebook_pages_draw_their_diagrams_keep_numbers_whole_and_fold_answers(
     assert sizes and all(width > 0 for width in sizes), f"Mermaid diagrams drawn at widths {sizes}"
     assert output_break != "break-all", "outputs break numbers apart"
     assert answers and not any(answers), f"quiz answers: {len(answers)}, open: {sum(answers)}"
+
+
+@pytest.mark.parametrize("path,mermaid", [("", False), ("graph-mode/", True)])
+def test_the_large_libraries_load_only_where_they_are_used(server, browser, path, mermaid):
+    base, _ = server
+    context, page, _ = open_page(browser, base, path)
+    page.wait_for_load_state("networkidle")
+    scripts = page.evaluate(
+        """() => performance.getEntriesByType('resource').filter(e => e.initiatorType === 'script')
+             .map(e => [e.name.split('/').pop(), e.decodedBodySize])""")
+    context.close()
+    names = {name for name, _ in scripts}
+    assert ("mermaid.min.js" in names) == mermaid, names
+    assert "mathjax-tex-svg.js" not in names, "no page of the site has math"
+    if not mermaid:
+        total = sum(size for _, size in scripts)
+        assert total <= 2_000_000, f"{total:,} bytes of JavaScript on {path or 'home'}: {scripts}"

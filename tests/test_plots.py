@@ -159,3 +159,27 @@ def test_a_timeline_without_traces_says_what_to_store(record):
         trace_file.unlink()
     with pytest.raises(plots.FigureError, match=re.escape("kept no profiler trace")):
         plots.render(record, "timeline", {}, "dark")
+
+
+def test_the_roofline_tells_eager_from_fused_and_draws_each_roof(tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Annotation
+
+    model = {"label": "Test GPU", "bandwidth_gbps": 3350, "peak_tflops": 989, "peak_tflops_fp32": 67,
+             "points": [{"label": "act, eager", "intensity": 0.1, "tflops": 0.3, "measured": False},
+                        {"label": "act, fused", "intensity": 0.5, "tflops": 1.6, "measured": False}]}
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "results.json").write_text(json.dumps({"roofline": model}))
+    record = records.Record("demo/roof.py", "cpu", tmp_path)
+    fig, _ = plots.draw_roofline(record, {"key": "roofline"}, plots.PALETTES["light"])
+    ax = fig.axes[0]
+    eager, fused = ax.collections[:2]
+    assert len(eager.get_facecolors()) == 0 or eager.get_facecolors()[0][3] == 0, "eager is hollow"
+    assert fused.get_facecolors()[0][3] > 0, "fused is filled"
+    assert fused.get_edgecolors()[0].tolist() == eager.get_edgecolors()[0].tolist(), "one colour per example"
+    assert any(isinstance(child, Annotation) for child in ax.get_children()), "an arrow from eager to fused"
+    assert any(t.get_text().startswith("fp32 67") for t in ax.texts), "the fp32 roof"
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    assert labels and not any("10^" in label or "times" in label or "×" in label for label in labels), labels
+    plt.close(fig)

@@ -322,12 +322,21 @@ def test_judge_uses_the_ratio_in_each_process(a, b, words):
 
 def test_pooled_timings_keep_each_process_and_every_block():
     runs = [{"median_us": m, "times_us": [m - 1, m, m + 1], "n": 3, "threads": 2, "work": "f()"} for m in (10, 30, 20)]
-    first = {"timing": {"a": runs[0]}, "faults": 5}
-    merged = records.merge_runs([first, {"timing": {"a": runs[1]}, "faults": 7}, {"timing": {"a": runs[2]}}])
+    first = {"timing": {"a": runs[0]}, "faults": 5, "gbps": 40.0, "ops": 6, "shape": [2, 3], "name": "x"}
+    merged = records.merge_runs([
+        first,
+        {"timing": {"a": runs[1]}, "faults": 9, "gbps": 80.0, "ops": 6, "shape": [2, 3], "name": "y"},
+        {"timing": {"a": runs[2]}, "faults": 7, "gbps": 50.0, "ops": 6, "shape": [2, 3], "name": "z"},
+    ])
     pooled = merged["timing"]["a"]
     assert pooled["process_medians_us"] == [10, 30, 20] and pooled["processes"] == 3
     assert pooled["n"] == 9 and pooled["median_us"] == 20 and pooled["threads"] == 2
-    assert merged["faults"] == 5  # values other than timings are the first process's
+    # A number the processes measured differently is their median; what they agree on, and text, stay.
+    assert (merged["faults"], merged["gbps"]) == (7, 50.0)
+    assert (merged["ops"], merged["shape"], merged["name"]) == (6, [2, 3], "x")
+    assert merged["process_values"] == {"faults": [5, 9, 7], "gbps": [40.0, 80.0, 50.0]}
+    assert records.merge_runs([{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}])["n"] in (2, 3)  # a value seen
+    assert records.merge_runs([{"f": 1}, {}])["f"] == 1  # missing in a later process: the first's
     with pytest.raises(KeyError):
         records.merge_runs([first, {"timing": {}}])
 

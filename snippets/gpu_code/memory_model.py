@@ -215,5 +215,6 @@ if device == "cuda":  # place the measurements beside the model
 results["roofline"] = {"label": "H100 SXM (published)",
                        "bandwidth_gbps": float(h100["bandwidth_gbps"]),
                        "peak_tflops": float(h100["tflops"][torch.bfloat16]),
+                       "peak_tflops_fp32": float(h100["tflops"][torch.float32]),
                        "points": points}
 results["timing"] = timings

@@ -52,6 +52,17 @@ def as_printed(timing: dict) -> tuple[float, int]:
     return timing["process_medians_us"][0], timing["n"] // timing["processes"]
 
 
+def per_process(record, key: str) -> list:
+    """The value of a dotted key as each process measured it (a record of several processes keeps them
+    under "process_values"; a value all processes agreed on, or a fresh run's, is one value)."""
+    return record.results.get("process_values", {}).get(key) or [record.value(key)]
+
+
+def printed_value(record, key: str):
+    """A dotted key's value as the printout shows it: the first process's."""
+    return per_process(record, key)[0]
+
+
 def assert_timing(timing: dict) -> None:
     """One timing as a fresh run or a record keeps it: n rounds, a median inside its quartiles."""
     assert timing["n"] >= MIN_TIMINGS, f"{timing['n']} timings, fewer than {MIN_TIMINGS}"
