@@ -252,7 +252,8 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     from matplotlib.lines import Line2D
 
     variants = {p["label"].partition(", ")[2] for p in points}
-    handles = [Line2D([], [], linestyle="none", marker="s", markersize=7, color=colors["series"][i % 4],
+    handles = [Line2D([], [], linestyle="none", marker="s", markersize=7,
+                      color=colors["series"][i % len(colors["series"])],
                       label=example.replace("_", " ")) for i, example in enumerate(examples)]
     if any(v.startswith("eager") for v in variants) and len(variants) > 1:
         handles += [Line2D([], [], linestyle="none", marker="o", markersize=7, markerfacecolor="none",

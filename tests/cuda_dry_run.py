@@ -42,14 +42,11 @@ def definitions(snippet: str, names: set[str]) -> dict:
     return namespace
 
 
-def linear_relu(x, w, b):  # snippets/graph_mode/inductor_linear_relu.py's layer: Linear(256, 256), ReLU
-    import torch
-    return torch.relu(torch.nn.functional.linear(x, w, b))
-
-
 def cases() -> dict:
     softmax = definitions("dissecting/inductor_matmul_softmax.py", {"simple_fn"})["simple_fn"]
     chain = definitions("optimizations/buffer_reuse.py", {"chain"})["chain"]
+    # inductor_linear_relu.py's layer (Linear(256, 256), ReLU) as a function of its weights.
+    linear_relu = definitions("gpu_code/inductor_cuda_code.py", {"linear_relu"})["linear_relu"]
     autotune = {"max_autotune": True, "triton.cudagraphs": True, "coordinate_descent_tuning": True}
     layer = [(64, 256), (256, 256), (256,)]
     return {  # name: (function, input shapes, Inductor config, the GEMM that wins an autotune, traced)

@@ -270,14 +270,20 @@ def test_contributing_page_shows_its_example_as_text(server):
     assert "def complex_activation" not in plain, "the example was expanded into real code"
 
 
-def test_notebook_pages_keep_numbers_whole_and_fold_answers(server, browser):
+def test_notebook_pages_draw_their_diagrams_keep_numbers_whole_and_fold_answers(server, browser):
     base, _ = server
     context, page, _ = open_page(browser, base, "notebooks/graph-mode/")
+    # Material replaces each <pre class="mermaid"> with a div holding the drawing (in a closed shadow root):
+    # an empty box has no size.
+    page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0", timeout=20_000)
+    sizes = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.jp-Mermaid .mermaid')).map(d => d.getBoundingClientRect().width)")
     output_break = page.evaluate(
         "() => getComputedStyle(document.querySelector('.jp-OutputArea-output pre')).wordBreak")
     answers = page.evaluate(
         "() => Array.from(document.querySelectorAll('.jp-RenderedMarkdown details')).map(d => d.open)")
     context.close()
+    assert sizes and all(width > 0 for width in sizes), f"Mermaid diagrams drawn at widths {sizes}"
     assert output_break != "break-all", "outputs break numbers apart"
     assert answers and not any(answers), f"quiz answers: {len(answers)}, open: {sum(answers)}"
 
