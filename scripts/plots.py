@@ -33,6 +33,14 @@ PALETTES = {
              "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"], "alt": ["#7986cb", "#ff8a65"]},
 }
 KINDS = ("timeline", "bars", "speedup", "lines", "roofline")
+# The options each kind of chart reads (scripts/directives.py refuses any other on an md:figure).
+OPTIONS = {
+    "timeline": (),
+    "bars": ("keys", "labels", "unit", "line", "line_label"),
+    "speedup": ("x", "base", "other", "xlabel", "ylabel"),
+    "lines": ("x", "series", "labels", "logy", "xlabel", "ylabel"),
+    "roofline": ("key",),
+}
 
 
 class FigureError(Exception):

@@ -20,28 +20,29 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import shlex
 import shutil
 import sys
 import time
 from pathlib import Path
 
 from scripts import records, regenerate
-from scripts.mkdocs_hooks import INLINE, device_option, options
+from scripts.directives import INLINE, parse
 
 WHERE = records.ROOT / ".cache" / "reproducibility"
 GOAL_RATIO = 1.25
 
 
 def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:
-    """Every CPU md:compare on the site: page, snippet, the two keys (read with the hook's grammar)."""
+    """Every CPU md:compare on the site: page, snippet, the two keys (read with scripts/directives.py)."""
     found = []
     for page in sorted(docs.rglob("*.md")):
         for match in INLINE.finditer(page.read_text()):
-            args = shlex.split(match.group("args"))
-            if match.group("name") == "compare" and device_option(options(args[3:], {"device"})) == "cpu":
-                found.append({"page": page.relative_to(docs).as_posix(), "snippet": args[0],
-                              "a": args[1], "b": args[2]})
+            if match.group("name") != "compare":
+                continue
+            d = parse("compare", match.group("args"))
+            if d.options.get("device", "cuda") == "cpu":
+                found.append({"page": page.relative_to(docs).as_posix(), "snippet": d.args[0],
+                              "a": d.args[1], "b": d.args[2]})
     return found
 
 

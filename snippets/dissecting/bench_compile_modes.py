@@ -96,35 +96,6 @@ else:
 # --8<-- [end:pitfalls]
 results["cudagraph_output_overwritten"] = overwritten
 
-# --8<-- [start:sms]
-MIN_SMS = 68  # Inductor's threshold in torch._inductor.utils.is_big_gpu (an RTX 3080's)
-if device == "cuda":
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    # is_big_gpu logs "Not enough SMs to use max_autotune_gemm mode" when it says no.
-    seen = []
-    handler = logging.Handler()
-    handler.emit = lambda record: seen.append(record.getMessage())
-    inductor_log = logging.getLogger("torch._inductor.utils")
-    inductor_log.addHandler(handler)
-    getattr(is_big_gpu, "cache_clear", lambda: None)()  # it remembers its answer
-    try:
-        big = is_big_gpu(0)
-    finally:
-        inductor_log.removeHandler(handler)
-    print(f"{torch.cuda.get_device_name()}: {sms} SMs; is_big_gpu: {big} "
-          f"(needs >= {MIN_SMS})")
-    print("warning logged:", next((m for m in seen if "SMs" in m), "none"))
-    print("max-autotune may choose Triton GEMM templates for matmuls" if big else
-          "max-autotune keeps matmuls on cuBLAS and only tunes the generated kernels")
-else:
-    sms, big, seen = None, None, []
-    print("no GPU: the SM check (and the warning) only apply to max-autotune on CUDA")
-# --8<-- [end:sms]
-results["sms"] = sms
-results["min_sms"] = MIN_SMS
-results["is_big_gpu"] = big
-results["sm_warning"] = any("SMs" in m for m in seen)
-
 # Where each compile's empty kernel cache is made (kept until the timings are done:
 # later calls may load kernels from these folders).
 folders = tempfile.TemporaryDirectory()
@@ -217,3 +188,32 @@ results["compile_s"] = {str(n): t for n, t in compile_s.items()}
 results["matmul"] = {str(n): m for n, m in matmul.items()}
 results["caches"] = CACHES
 results["kernel_cache_files"] = {str(n): w for n, w in wrote.items()}
+
+# --8<-- [start:sms]
+MIN_SMS = 68  # Inductor's threshold in torch._inductor.utils.is_big_gpu (an RTX 3080's)
+if device == "cuda":
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    # is_big_gpu logs "Not enough SMs to use max_autotune_gemm mode" when it says no.
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    inductor_log = logging.getLogger("torch._inductor.utils")
+    inductor_log.addHandler(handler)
+    getattr(is_big_gpu, "cache_clear", lambda: None)()  # it remembers its answer
+    try:
+        big = is_big_gpu(0)
+    finally:
+        inductor_log.removeHandler(handler)
+    print(f"{torch.cuda.get_device_name()}: {sms} SMs; is_big_gpu: {big} "
+          f"(needs >= {MIN_SMS})")
+    print("warning logged:", next((m for m in seen if "SMs" in m), "none"))
+    print("max-autotune may choose Triton GEMM templates for matmuls" if big else
+          "max-autotune keeps matmuls on cuBLAS and only tunes the generated kernels")
+else:
+    sms, big, seen = None, None, []
+    print("no GPU: the SM check (and the warning) only apply to max-autotune on CUDA")
+# --8<-- [end:sms]
+results["sms"] = sms
+results["min_sms"] = MIN_SMS
+results["is_big_gpu"] = big
+results["sm_warning"] = any("SMs" in m for m in seen)

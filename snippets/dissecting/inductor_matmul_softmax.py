@@ -16,12 +16,6 @@ from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
 results = {}
 
-# --8<-- [start:function]
-def simple_fn(x, y):
-    z = torch.matmul(x, y)
-    return torch.nn.functional.softmax(z, dim=1)
-# --8<-- [end:function]
-
 # --8<-- [start:backends]
 device = "cuda" if torch.cuda.is_available() else "cpu"
 # Inductor picks a code generator per device: C++ with OpenMP and vector intrinsics for
@@ -37,6 +31,14 @@ else:
     print(f"CPU vector ISA: {torch.backends.cpu.get_cpu_capability()}, "
           f"OpenMP threads: {torch.get_num_threads()}")
 # --8<-- [end:backends]
+
+
+# --8<-- [start:function]
+def simple_fn(x, y):
+    z = torch.matmul(x, y)
+    return torch.nn.functional.softmax(z, dim=1)
+# --8<-- [end:function]
+
 results["device"] = device
 results["backend"] = backend
 if device == "cpu":

@@ -29,41 +29,6 @@ sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 results = {"device": device}
 
 
-# --8<-- [start:measure]
-def measure(candidates, rounds=10):
-    """The site's one method. `candidates` maps a name to (fn, *args). Each is warmed
-    up and given a block of calls; then one block of each is timed in turn, round
-    after round (A, B, A, B, ...), so a burst of load from elsewhere hits all alike.
-    Returns name -> Measurement, per call. Timer runs on 1 thread unless told, so it
-    is told: all of torch's threads. The recorder repeats the whole snippet in fresh
-    processes, so the spread that judges a comparison includes theirs."""
-    def work(fn, args):  # what was timed: "compiled f(float32[1024, 256], ...)"
-        inner = getattr(fn, "_orig_mod", fn)
-        compiled = inner is not fn or hasattr(fn, "_torchdynamo_orig_callable")
-        kind = "compiled " if compiled else ""
-        shapes = ", ".join(f"{str(a.dtype)[6:]}{list(a.shape)}" for a in args
-                           if isinstance(a, torch.Tensor))
-        return f"{kind}{getattr(inner, '__name__', type(inner).__name__)}({shapes})"
-
-    timers = {name: benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
-                                    label=work(fn, args),
-                                    num_threads=torch.get_num_threads())
-              for name, (fn, *args) in candidates.items()}
-    calls = {name: timer.blocked_autorange(min_run_time=0.2).number_per_run
-             for name, timer in timers.items()}  # warm-up; picks calls per block
-    blocks = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            blocks[name].append(timer.timeit(calls[name]))
-    return {name: benchmark.Measurement.merge(b)[0] for name, b in blocks.items()}
-
-
-def show(label, m, extra=""):
-    print(f"{label:<26} median {m.median * 1e6:11,.1f} us  "
-          f"(IQR {m.iqr * 1e6:,.1f} us, n={len(m.times)}){extra}")
-# --8<-- [end:measure]
-
-
 # --8<-- [start:count]
 # FlopCounterMode has formulas for matrix products (2*M*N*K for an M x K by K x N
 # product), convolutions and attention, and none for element-wise ops or reductions.
@@ -170,6 +135,41 @@ results["bytes_ratio"] = {name: c["eager_bytes"] / c["fused_bytes"]
 results["intensity"] = {name: {"eager": c["eager_intensity"],
                                "fused": c["fused_intensity"]}
                         for name, c in counts.items()}
+
+
+# --8<-- [start:measure]
+def measure(candidates, rounds=10):
+    """The site's one method. `candidates` maps a name to (fn, *args). Each is warmed
+    up and given a block of calls; then one block of each is timed in turn, round
+    after round (A, B, A, B, ...), so a burst of load from elsewhere hits all alike.
+    Returns name -> Measurement, per call. Timer runs on 1 thread unless told, so it
+    is told: all of torch's threads. The recorder repeats the whole snippet in fresh
+    processes, so the spread that judges a comparison includes theirs."""
+    def work(fn, args):  # what was timed: "compiled f(float32[1024, 256], ...)"
+        inner = getattr(fn, "_orig_mod", fn)
+        compiled = inner is not fn or hasattr(fn, "_torchdynamo_orig_callable")
+        kind = "compiled " if compiled else ""
+        shapes = ", ".join(f"{str(a.dtype)[6:]}{list(a.shape)}" for a in args
+                           if isinstance(a, torch.Tensor))
+        return f"{kind}{getattr(inner, '__name__', type(inner).__name__)}({shapes})"
+
+    timers = {name: benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                                    label=work(fn, args),
+                                    num_threads=torch.get_num_threads())
+              for name, (fn, *args) in candidates.items()}
+    calls = {name: timer.blocked_autorange(min_run_time=0.2).number_per_run
+             for name, timer in timers.items()}  # warm-up; picks calls per block
+    blocks = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            blocks[name].append(timer.timeit(calls[name]))
+    return {name: benchmark.Measurement.merge(b)[0] for name, b in blocks.items()}
+
+
+def show(label, m, extra=""):
+    print(f"{label:<26} median {m.median * 1e6:11,.1f} us  "
+          f"(IQR {m.iqr * 1e6:,.1f} us, n={len(m.times)}){extra}")
+# --8<-- [end:measure]
 
 
 # --8<-- [start:overhead]

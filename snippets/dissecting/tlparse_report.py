@@ -29,17 +29,6 @@ results = {}
 results["device"] = device
 
 
-# --8<-- [start:function]
-def complex_activation(x, y):  # the six element-wise ops of the Eager mode chapter
-    a = torch.sin(x)
-    b = torch.cos(y)
-    c = a * b
-    d = c + x
-    e = d * y
-    return torch.relu(e)
-# --8<-- [end:function]
-
-
 # --8<-- [start:trace]
 @contextlib.contextmanager
 def structured_trace(log_file):
@@ -54,6 +43,17 @@ def structured_trace(log_file):
         trace_log.removeHandler(handler)
         handler.close()
 # --8<-- [end:trace]
+
+
+# --8<-- [start:function]
+def complex_activation(x, y):  # the six element-wise ops of the Eager mode chapter
+    a = torch.sin(x)
+    b = torch.cos(y)
+    c = a * b
+    d = c + x
+    e = d * y
+    return torch.relu(e)
+# --8<-- [end:function]
 
 
 scratch = tempfile.TemporaryDirectory()  # the trace and the report; removed at the end

@@ -220,18 +220,6 @@ results["op_count"] = {"joint": len(ops(joint)), "forward": len(ops(forward)),
 print(listing(joint))
 # --8<-- [end:joint]
 
-# --8<-- [start:optimizer]
-# The optimizer's step as Dynamo captured it (in place, Torch-level), then as
-# AOTAutograd functionalized it for the backend.
-print("Dynamo's graph:", listing(dynamo_optimizer), sep="\n")
-print("after AOTAutograd:", listing(optimizer_graph), sep="\n")
-# --8<-- [end:optimizer]
-results["optimizer"] = {"dynamo_ops": ops(dynamo_optimizer),
-                        "dynamo_in_place": in_place(ops(dynamo_optimizer)),
-                        "functional_ops": ops(optimizer_graph),
-                        "functional_in_place": in_place(ops(optimizer_graph))}
-
-
 # --8<-- [start:partitioners]
 compared = {}
 for name, partition_fn in [("default", default_partition), ("min-cut", min_cut)]:
@@ -269,6 +257,18 @@ results["default_graphs"] = {"forward": compared["default"]["forward"],
                              "backward": compared["default"]["backward"]}
 results["default_ops"] = {"forward": ops(compared["default"]["forward"]),
                           "backward": ops(compared["default"]["backward"])}
+
+
+# --8<-- [start:optimizer]
+# The optimizer's step as Dynamo captured it (in place, Torch-level), then as
+# AOTAutograd functionalized it for the backend.
+print("Dynamo's graph:", listing(dynamo_optimizer), sep="\n")
+print("after AOTAutograd:", listing(optimizer_graph), sep="\n")
+# --8<-- [end:optimizer]
+results["optimizer"] = {"dynamo_ops": ops(dynamo_optimizer),
+                        "dynamo_in_place": in_place(ops(dynamo_optimizer)),
+                        "functional_ops": ops(optimizer_graph),
+                        "functional_in_place": in_place(ops(optimizer_graph))}
 
 
 # --8<-- [start:check]

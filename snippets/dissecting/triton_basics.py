@@ -4,10 +4,10 @@
 
 Three kernels: a vector add, a fused softmax with one row per program, and the same
 softmax as a persistent kernel whose loop over rows is pipelined. Each runs (on a GPU,
-or on the CPU in Triton's interpreter when TRITON_INTERPRET=1 is set before the start)
-and is compared with torch. Then the softmax kernels are compiled ahead of time for
-sm_90 (an H100) with different num_warps and num_stages, with no GPU needed, to show
-what those two launch options change in the compiled kernel.
+or without one in Triton's interpreter on NumPy: TRITON_INTERPRET=1, set below before
+triton is imported) and is compared with torch. Then the softmax kernels are compiled
+ahead of time for sm_90 (an H100) with different num_warps and num_stages, with no GPU
+needed, to show what those two launch options change in the compiled kernel.
 """
 
 import os
@@ -16,15 +16,28 @@ import subprocess
 from pathlib import Path
 
 import torch
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from triton.runtime.interpreter import InterpretedFunction
-from triton.runtime.jit import JITFunction
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
+if device == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when triton is imported
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+from triton.runtime.jit import JITFunction  # noqa: E402
+
+# The interpreter swaps triton.language's functions for its own while a kernel runs, and
+# (triton 3.7) leaves some swapped after a kernel calls a @jit helper such as tl.max.
+# The compiler further down needs the originals: keep them.
+LANGUAGE = (tl, tl.core, tl.standard, tl.math, tl.tensor,
+            tl.core.tensor_descriptor_base)
+originals = [(part, dict(vars(part))) for part in LANGUAGE]
+
 results = {"device": device, "triton": triton.__version__}
+interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+results["ran"] = "Triton's interpreter on the CPU" if interpreted else device
 
 
 # --8<-- [start:add]
@@ -48,6 +61,15 @@ def add(x, y, block_size=1024):
 # --8<-- [end:add]
 
 
+# --8<-- [start:add_run]
+n = 98_432  # not a multiple of 1024: the last of the 97 blocks is partly masked
+x, y = torch.rand(n, device=device), torch.rand(n, device=device)
+add_error = (add(x, y) - (x + y)).abs().max().item()
+print(f"{triton.cdiv(n, 1024)} programs of 1024 values for n = {n:,}; "
+      f"max error against torch: {add_error}")
+# --8<-- [end:add_run]
+results["add"] = {"n": n, "programs": triton.cdiv(n, 1024), "max_error": add_error}
+
 
 # --8<-- [start:who]
 @triton.jit
@@ -59,6 +81,13 @@ def who_kernel(out_ptr, n, BLOCK_SIZE: tl.constexpr):
              mask=offsets < n)
 # --8<-- [end:who]
 
+
+# --8<-- [start:who_run]
+out = torch.full((10,), -1, dtype=torch.int32, device=device)
+who_kernel[(triton.cdiv(10, 4),)](out, 10, BLOCK_SIZE=4)
+print(f"n = 10, BLOCK_SIZE = 4, grid = ({triton.cdiv(10, 4)},): {out.tolist()}")
+# --8<-- [end:who_run]
+results["who"] = out.tolist()
 
 
 # --8<-- [start:softmax]
@@ -88,6 +117,16 @@ def softmax(x):
 # --8<-- [end:softmax]
 
 
+# --8<-- [start:softmax_run]
+rows, cols = (4096, 781) if device == "cuda" else (256, 781)
+z = torch.randn(rows, cols, device=device)
+softmax_error = (softmax(z) - torch.softmax(z, dim=1)).abs().max().item()
+print(f"{rows} programs, one per row of {cols} values, BLOCK_SIZE = "
+      f"{triton.next_power_of_2(cols)}; max error against torch: {softmax_error:.1e}")
+# --8<-- [end:softmax_run]
+results["softmax"] = {"rows": rows, "cols": cols, "max_error": softmax_error,
+                      "block_size": triton.next_power_of_2(cols)}
+
 
 # --8<-- [start:persistent]
 @triton.jit
@@ -109,6 +148,16 @@ def softmax_persistent(out_ptr, in_ptr, n_rows, n_cols, BLOCK_SIZE: tl.constexpr
 # --8<-- [end:persistent]
 
 
+# --8<-- [start:persistent_run]
+programs = 32  # on a GPU, a few per SM; here, any number below the rows
+out = torch.empty_like(z)
+softmax_persistent[(programs,)](out, z, rows, cols,
+                                BLOCK_SIZE=triton.next_power_of_2(cols), NUM_STAGES=3)
+persistent_error = (out - torch.softmax(z, dim=1)).abs().max().item()
+print(f"{programs} programs for {rows} rows; max error against torch: "
+      f"{persistent_error:.1e}")
+# --8<-- [end:persistent_run]
+results["persistent"] = {"programs": programs, "max_error": persistent_error}
 
 
 # --8<-- [start:compile]
@@ -150,6 +199,13 @@ def where_made():
         return f"on a machine with an {torch.cuda.get_device_name()}"
     return "on a machine without a GPU"
 
+
+for part, members in originals:  # the interpreter's leftovers, undone
+    for name in set(vars(part)) - set(members):
+        delattr(part, name)
+    for name, value in members.items():
+        if vars(part).get(name) is not value:
+            setattr(part, name, value)
 
 # Under TRITON_INTERPRET=1, triton's own @jit library functions (tl.max, tl.sum)
 # are interpreter wrappers too, which the compiler cannot compile: hand it the
@@ -213,52 +269,3 @@ for num_stages in (1, 2, 3, 4):
 # --8<-- [end:stages]
 results["stages"] = stages
 results["files"] = files
-
-for module, name, value in swapped:  # the interpreter's wrappers, back
-    setattr(module, name, value)
-interpreted = isinstance(add_kernel, InterpretedFunction)
-if device == "cpu" and not interpreted:
-    print("The kernels were not run: with no GPU, Triton runs them in its "
-          "interpreter only when TRITON_INTERPRET=1 is set before Python starts.")
-    raise SystemExit
-results["ran"] = "Triton's interpreter on the CPU" if interpreted else device
-
-# --8<-- [start:add_run]
-n = 98_432  # not a multiple of 1024: the last of the 97 blocks is partly masked
-x, y = torch.rand(n, device=device), torch.rand(n, device=device)
-add_error = (add(x, y) - (x + y)).abs().max().item()
-print(f"{triton.cdiv(n, 1024)} programs of 1024 values for n = {n:,}; "
-      f"max error against torch: {add_error}")
-# --8<-- [end:add_run]
-results["add"] = {"n": n, "programs": triton.cdiv(n, 1024), "max_error": add_error}
-
-
-# --8<-- [start:who_run]
-out = torch.full((10,), -1, dtype=torch.int32, device=device)
-who_kernel[(triton.cdiv(10, 4),)](out, 10, BLOCK_SIZE=4)
-print(f"n = 10, BLOCK_SIZE = 4, grid = ({triton.cdiv(10, 4)},): {out.tolist()}")
-# --8<-- [end:who_run]
-results["who"] = out.tolist()
-
-
-# --8<-- [start:softmax_run]
-rows, cols = (4096, 781) if device == "cuda" else (256, 781)
-z = torch.randn(rows, cols, device=device)
-softmax_error = (softmax(z) - torch.softmax(z, dim=1)).abs().max().item()
-print(f"{rows} programs, one per row of {cols} values, BLOCK_SIZE = "
-      f"{triton.next_power_of_2(cols)}; max error against torch: {softmax_error:.1e}")
-# --8<-- [end:softmax_run]
-results["softmax"] = {"rows": rows, "cols": cols, "max_error": softmax_error,
-                      "block_size": triton.next_power_of_2(cols)}
-
-
-# --8<-- [start:persistent_run]
-programs = 32  # on a GPU, a few per SM; here, any number below the rows
-out = torch.empty_like(z)
-softmax_persistent[(programs,)](out, z, rows, cols,
-                                BLOCK_SIZE=triton.next_power_of_2(cols), NUM_STAGES=3)
-persistent_error = (out - torch.softmax(z, dim=1)).abs().max().item()
-print(f"{programs} programs for {rows} rows; max error against torch: "
-      f"{persistent_error:.1e}")
-# --8<-- [end:persistent_run]
-results["persistent"] = {"programs": programs, "max_error": persistent_error}

@@ -1,0 +1,603 @@
+"""The `md:` directive language of the chapters: its grammar, its checks, and its rendering for the two
+targets a chapter is built into, the site's page and the chapter's notebook.
+
+Directives sit in HTML comments, so a page read on GitHub stays clean. Records are read through
+scripts/records.py; charts are drawn by scripts/plots.py and FX graphs by scripts/diagrams.py, cached by
+content under .cache/figures/.
+
+    <!-- md:output SNIPPET[:SECTION] [lang=LANG | lang=cuda:LANG,cpu:LANG] -->
+        The recorded stdout (of one named section). On the page: a content tab per recorded device, each
+        with its provenance line, and a warning where the snippet changed since; a page whose outputs lack
+        a device says so once, under its title. In the notebook: the output of the record the notebook
+        shows (CUDA where recorded, else CPU), left out where it already sits under its code cell.
+
+    <!-- md:value SNIPPET KEY [device=cuda|cpu] [fmt=SPEC] [scale=FACTOR] [unit=TEXT] [yes=TEXT no=TEXT] -->
+        One value of the record's results (a dotted key), inline. device= defaults to cuda; fmt= is a Python
+        format spec (default: integers as they are, other numbers to 3 significant digits); scale= multiplies
+        first; yes=/no= name a true/false value. A device with no record fails the build: prose about a
+        device belongs inside an md:recorded block.
+
+    <!-- md:compare SNIPPET KEY_A KEY_B [device=cuda|cpu] -->
+        Words bound to two timings (dicts with median_us, q1_us, q3_us): "2.3× faster", "1.5× slower" or
+        "about the same", for B against A, by the rule in scripts/records.py `judge`.
+
+    <!-- md:hardware SNIPPET [device=cuda|cpu] -->
+        The GPU's (or CPU's) name, from the record.
+
+    <!-- md:recorded SNIPPET [device=cuda|cpu] -->   (alone on its line)
+    ...shown when that record exists...
+    <!-- md:else -->                                 (optional)
+    ...shown when it does not...
+    <!-- md:end -->
+
+    <!-- md:figure SNIPPET NAME [kind=KIND OPTION=VALUE ...] [device=cuda|cpu] caption="TEXT" -->
+        A numbered figure with its caption, drawn from each recorded device's record (or one device's): a
+        profiler timeline (NAME timeline), an FX graph kept in results (NAME is its dotted key; a Mermaid
+        diagram), or a chart (kind=bars|speedup|lines|roofline; the options each reads are scripts/plots.py
+        OPTIONS), light and dark on the page, light in the notebook.
+
+    <!-- md:records -->
+        A table of every snippet's record on each device: state, date, hardware, versions.
+
+Any directive may run over several lines (a long caption), but never past its own "-->". A block
+directive (output, figure, records, and the md:recorded markers) stands alone on its lines; value, compare
+and hardware sit inside a sentence. An unknown directive or option, a missing snippet, section, key or
+record, or a bad format raises DirectiveError with one line naming the page and the directive. Directives
+inside fenced code blocks are code and stay as written.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from mkdocs.utils import get_relative_url
+
+from scripts import diagrams, plots, records
+
+DEVICES, LABELS = records.DEVICES, records.LABELS
+FIGURE_CACHE = records.ROOT / ".cache" / "figures"
+PAGE, NOTEBOOK = "page", "notebook"  # the two targets
+
+# ------------------------------------------------------------------------------------------------ grammar
+
+ARGS = r"(?P<args>(?:(?!-->).)*?)"
+BLOCK = re.compile(r"^(?P<indent>[ \t]*)<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->[ \t]*$", re.MULTILINE | re.DOTALL)
+INLINE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->", re.DOTALL)
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one directive takes: where it may stand, its positional arguments, its options."""
+
+    place: str  # "block", "inline" or "conditional" (a block that chooses text)
+    positional: tuple[str, ...]
+    options: tuple[str, ...] = ()
+
+    def usage(self, name: str) -> str:
+        return " ".join([f"md:{name}", *self.positional, *(f"[{o}=]" for o in self.options)])
+
+
+FIGURE = ("kind", "caption", "device")  # every figure's options; each kind adds plots.OPTIONS[kind]
+SPECS = {
+    "output": Spec("block", ("SNIPPET[:SECTION]",), ("lang",)),
+    "figure": Spec("block", ("SNIPPET", "NAME"), FIGURE),
+    "records": Spec("block", ()),
+    "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no")),
+    "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device",)),
+    "hardware": Spec("inline", ("SNIPPET",), ("device",)),
+    "recorded": Spec("conditional", ("SNIPPET",), ("device",)),
+    "else": Spec("conditional", ()),
+    "end": Spec("conditional", ()),
+}
+
+
+class DirectiveError(Exception):
+    """A directive that cannot be rendered; the message is one line."""
+
+
+@dataclass
+class Directive:
+    name: str
+    args: list[str]  # the positional arguments
+    options: dict[str, str]
+
+
+def parse(name: str, text: str) -> Directive:
+    """Check one directive against its spec: the positional arguments first, then NAME=VALUE options."""
+    spec = SPECS.get(name)
+    if spec is None:
+        raise DirectiveError(f"unknown directive 'md:{name}' (known: {', '.join(f'md:{n}' for n in SPECS)})")
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        raise DirectiveError(f"cannot read its arguments: {error}") from None
+    count = len(spec.positional)
+    if len(words) < count or any("=" in word for word in words[:count]):
+        raise DirectiveError(f"md:{name} takes {' '.join(spec.positional)}" if count
+                             else f"md:{name} takes no arguments")
+    allowed = spec.options
+    found: dict[str, str] = {}
+    for word in words[count:]:
+        key, sep, value = word.partition("=")
+        found[key] = value
+        if name == "figure" and key == "kind" and value not in plots.OPTIONS:
+            raise DirectiveError(f"kind={value} is not one of {', '.join(plots.OPTIONS)}")
+    if name == "figure":
+        kind = found.get("kind", "timeline" if words[1] == "timeline" else None)
+        allowed = FIGURE + plots.OPTIONS.get(kind, ())
+    for word in words[count:]:
+        key, sep, _ = word.partition("=")
+        if not sep or key not in allowed:
+            if not allowed:
+                raise DirectiveError(f"md:{name} takes no arguments" if not count
+                                     else f"unknown option '{word}' (md:{name} takes no options)")
+            raise DirectiveError(f"unknown option '{word}' (known: {', '.join(f'{a}=' for a in sorted(allowed))})")
+    if "device" in found and found["device"] not in DEVICES:
+        raise DirectiveError(f"device={found['device']}: expected {' or '.join(DEVICES)}")
+    return Directive(name, words[:count], found)
+
+
+def fence_blocks(lines: list[str]):
+    """Yield (start, end, info, indent) for each fenced code block (end is the closing line, or the last line
+    of an unclosed fence); a shorter fence inside a longer one is part of it."""
+    index = 0
+    while index < len(lines):
+        match = FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        fence, close = match.group("fence"), None
+        for other in range(index + 1, len(lines)):
+            closing = FENCE.match(lines[other])
+            if closing and closing.group("fence")[0] == fence[0] and len(closing.group("fence")) >= len(fence) \
+                    and not closing.group("info").strip():
+                close = other
+                break
+        end = close if close is not None else len(lines) - 1
+        yield index, end, match.group("info").strip(), match.group("indent")
+        index = end + 1
+
+
+def fence_mask(lines: list[str]) -> list[bool]:
+    """True for each line inside (or opening or closing) a fenced code block."""
+    mask = [False] * len(lines)
+    for start, end, _, _ in fence_blocks(lines):
+        for number in range(start, end + 1):
+            mask[number] = True
+    return mask
+
+
+def fenced_segments(markdown: str) -> list[tuple[bool, str]]:
+    """Markdown as (inside a fenced code block?, text) runs, so that directives shown as code stay code."""
+    lines = markdown.splitlines(keepends=True)
+    mask = fence_mask([line.rstrip("\n") for line in lines])
+    segments: list[tuple[bool, str]] = []
+    for line, code in zip(lines, mask):
+        if segments and segments[-1][0] == code:
+            segments[-1] = (code, segments[-1][1] + line)
+        else:
+            segments.append((code, line))
+    return segments
+
+
+def block_names(markdown: str) -> list[str]:
+    """The block directives (output, figure, records) standing outside code in some Markdown."""
+    return [m.group("name") for code, text in fenced_segments(markdown) if not code
+            for m in BLOCK.finditer(text) if SPECS.get(m.group("name"), Spec("", ())).place == "block"]
+
+
+# ------------------------------------------------------------------------------------------------- a page
+
+
+class Page:
+    """What the directives of one chapter share while it is rendered for one target: its source and URL, its
+    figure count, the devices its outputs lack (page), and the outputs that already sit under their code
+    cells and the images drawn for the cell being built (notebook)."""
+
+    def __init__(self, src_uri: str, url: str, target: str = PAGE, snippets: Path = records.SNIPPETS,
+                 outputs: Path = records.OUTPUTS):
+        if target not in (PAGE, NOTEBOOK):
+            raise ValueError(f"target={target}: expected {PAGE} or {NOTEBOOK}")
+        self.src_uri, self.url, self.target, self.snippets, self.outputs = src_uri, url, target, snippets, outputs
+        self.figures = 0
+        self.lacking: set[str] = set()
+        self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
+        self.shown: set[tuple[str, str | None]] = set()  # notebook: (snippet, section) of each code cell
+        self.attachments: dict[str, dict] = {}  # notebook: images for the Markdown cell being built
+
+    def record(self, snippet: str, device: str) -> records.Record:
+        if not (self.snippets / snippet).is_file():
+            raise DirectiveError(f"snippet 'snippets/{snippet}' does not exist")
+        return records.record(snippet, device, self.outputs, self.snippets)
+
+    def recorded(self, snippet: str) -> list[records.Record]:
+        """The records a block shows: on the page one per device that has one, in DEVICES order; in the
+        notebook the first of them."""
+        found = [r for r in (self.record(snippet, d) for d in DEVICES) if r.exists]
+        if not found:
+            raise DirectiveError(f"snippets/{snippet} has no record on any device: run "
+                                 f"{records.remake_hint(snippet, 'cpu')}")
+        for r in found:
+            try:
+                r.validate()
+            except records.CorruptRecord as error:
+                raise DirectiveError(str(error)) from None
+        if self.target == NOTEBOOK:
+            return found[:1]
+        self.lacking |= {d for d in DEVICES if d not in {r.device for r in found}}
+        return found
+
+    def link(self, path: str) -> str:
+        """A link for raw HTML, from this page's URL to a path of the built site."""
+        return get_relative_url(path, self.url or ".")
+
+    def md_link(self, path: str) -> str:
+        """A link for Markdown, from this page's source to a file under docs/: mkdocs checks and rewrites it."""
+        return get_relative_url(path, self.src_uri)
+
+
+def tabs(bodies: list[tuple[str, str]]) -> str:
+    """Content tabs, one per (device, Markdown); `===!` starts a new set, so two outputs never merge."""
+    out = []
+    for i, (device, text) in enumerate(bodies):
+        indented = "\n".join("    " + line if line else "" for line in text.splitlines())
+        out.append(f'{"===!" if i == 0 else "==="} "{LABELS[device]}"\n\n{indented}')
+    return "\n\n".join(out) + "\n"
+
+
+def provenance(page: Page, record: records.Record) -> str:
+    link = page.link(f"{records.site_path(record.snippet, record.device)}/{records.MANIFEST}")
+    return f'<p class="provenance">{html.escape(record.provenance())} · <a href="{link}">record</a></p>'
+
+
+def stale_warning(record: records.Record) -> str:
+    if record.state != "stale":
+        return ""
+    return (f'!!! warning "Stale record"\n\n    `snippets/{record.snippet}` changed after this was recorded on '
+            f"{LABELS[record.device]}. Remake it with `{records.remake_hint(record.snippet, record.device)}`.\n\n")
+
+
+def fenced(text: str, info: str) -> str:
+    fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+
+
+# --------------------------------------------------------------------------------------------- the blocks
+
+
+def render_output(d: Directive, page: Page) -> str:
+    snippet, section = split_reference(d.args[0])
+    languages = dict.fromkeys(DEVICES, "text")
+    languages.update(parse_languages(d.options.get("lang")))
+    if page.target == NOTEBOOK and (snippet, section) in page.shown:
+        return ""  # it sits under its code cell
+    bodies = []
+    for record in page.recorded(snippet):
+        if section is None:
+            text = record.stdout
+        elif section in record.sections:
+            text = record.sections[section]
+        else:
+            raise DirectiveError(f"the {record.device} record of {snippet} printed nothing in section '{section}'")
+        if page.target == NOTEBOOK:
+            return fenced(text, "text") + f"\n\n*Recorded on {LABELS[record.device]} ({record.hardware}).*\n"
+        # Output wraps at the column (.mlc-output in extra.css), code-like output too.
+        block = fenced(text, f"{{ .{languages[record.device]} .mlc-output }}")
+        bodies.append((record.device, stale_warning(record) + block + "\n\n" + provenance(page, record)))
+    return tabs(bodies)
+
+
+def split_reference(reference: str) -> tuple[str, str | None]:
+    snippet, _, section = reference.partition(":")
+    if not snippet.endswith(".py"):
+        raise DirectiveError(f"'{reference}' must name a snippet file ending in .py")
+    return snippet, section or None
+
+
+def parse_languages(value: str | None) -> dict[str, str]:
+    if not value:
+        return {}
+    found = {}
+    for item in value.split(","):
+        device, sep, language = item.rpartition(":")
+        if sep and device not in DEVICES:
+            raise DirectiveError(f"lang={value}: '{device}' is not a device ({', '.join(DEVICES)})")
+        for key in [device] if sep else DEVICES:
+            found[key] = language
+    return found
+
+
+def render_figure(d: Directive, page: Page) -> str:
+    snippet, name = d.args
+    found = dict(d.options)
+    caption = found.pop("caption", "").strip()
+    only = found.pop("device", None)
+    if not caption:
+        raise DirectiveError('md:figure needs caption="one line saying what to see"')
+    page.figures += 1
+    shown_records = [r for r in page.recorded(snippet) if only is None or r.device == only]
+    if not shown_records:
+        raise DirectiveError(f"there is no {LABELS[only]} record of {snippet}: put the figure inside md:recorded")
+    if page.target == NOTEBOOK:
+        record = shown_records[0]
+        drawn = figure_for_notebook(page, record, name, found)
+        return (f"{drawn}\n\n**Figure {page.figures}.** {caption} "
+                f"*(Drawn from the {LABELS[record.device]} record of `snippets/{snippet}`.)*\n")
+    bodies = []
+    for record in shown_records:
+        diagram = fx_diagram(record, name, found)
+        if diagram is not None:
+            mermaid, alt = diagram
+            shown = f"```mermaid\n{mermaid.rstrip()}\n```\n\n" + f'<p class="mlc-alt">{html.escape(alt)}</p>'
+        else:
+            shown = draw(page, record, name, found)
+        bodies.append((record.device, stale_warning(record) + shown))
+    figure = tabs(bodies) if len(bodies) > 1 else bodies[0][1] + "\n"
+    number = f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> {html.escape(caption)}</p>'
+    return f'<div class="mlc-figure" markdown>\n\n{figure}\n{number}\n\n</div>\n'
+
+
+def fx_diagram(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, str] | None:
+    """(Mermaid source, alt text) when NAME is an FX graph kept in the record's results; None for a chart."""
+    if "kind" in found or name == "timeline":
+        return None
+    try:
+        kept = record.value(name)
+    except KeyError:
+        raise DirectiveError(f"{name} is not kept in the {record.device} record's results") from None
+    if not (isinstance(kept, dict) and "fxgraph" in kept):
+        return None
+    return diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
+
+
+def chart(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, dict[str, Path]]:
+    """(alt text, {palette: SVG file}) of one chart, from the cache when the record and the drawing code are
+    unchanged."""
+    digest = hashlib.sha256()
+    for part in (Path(plots.__file__).read_bytes(), repr(sorted(found.items())).encode(), name.encode(),
+                 *(p.read_bytes() for p in sorted(record.files.glob("*.json")) if p.is_file())):
+        digest.update(hashlib.sha256(part).digest())
+    key = digest.hexdigest()[:20]
+    FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
+    files = {palette: FIGURE_CACHE / f"{key}.{palette}.svg" for palette in plots.PALETTES}
+    alt_file = FIGURE_CACHE / f"{key}.alt.txt"
+    for palette, cached in files.items():
+        if not cached.exists() or not alt_file.exists():
+            try:
+                svg, alt = plots.render(record, name, found, palette)
+            except plots.FigureError as error:
+                raise DirectiveError(f"the {record.device} record: {error}") from None
+            cached.write_text(svg)
+            alt_file.write_text(alt)
+    return alt_file.read_text(), files
+
+
+def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
+    """Both palettes' images of one chart, each a link to itself at full size, and a profile's traces."""
+    alt, files = chart(record, name, found)
+    images = []
+    for palette, cached in files.items():
+        site_path = f"figures/{cached.name}"
+        page.drawn[site_path] = str(cached)
+        src = page.link(site_path)
+        images.append(
+            f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
+            f'<img src="{src}#only-{palette}" alt="{html.escape(alt)}" loading="lazy"></a>'
+        )
+    traces = plots.traces(record) if name == "timeline" else []
+    links = ""
+    if traces:
+        base = f"{records.site_path(record.snippet, record.device)}/{records.FILES}/"
+        listed = ", ".join(f'<a href="{page.link(base + t.name)}"><code>{t.name}</code></a>' for t in traces)
+        perfetto = '<a href="https://ui.perfetto.dev">Perfetto</a>'
+        links = f'\n<p class="provenance">The traces, to open in {perfetto}: {listed}</p>'
+    return "\n".join(images) + links + "\n"
+
+
+def figure_for_notebook(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
+    """An FX graph as a Mermaid diagram, a chart as its light SVG attached to the cell."""
+    diagram = fx_diagram(record, name, found)
+    if diagram is not None:
+        mermaid, alt = diagram
+        return f"```mermaid\n{mermaid.rstrip()}\n```\n\n*{alt}*"
+    alt, files = chart(record, name, found)
+    key = f"figure-{page.figures}-{name}.svg"
+    page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}
+    alt = alt.replace("[", "(").replace("]", ")").replace("\n", " ")
+    return f"![{alt}](attachment:{key})"
+
+
+def render_records(d: Directive, page: Page) -> str:
+    rows = ["| Snippet | " + " | ".join(LABELS[d] for d in DEVICES) + " |", "|---|" + "---|" * len(DEVICES)]
+    for snippet in records.find_snippets(page.snippets):
+        cells = []
+        for device in DEVICES:
+            record = page.record(snippet, device)
+            state = record.state
+            if state in ("missing", "corrupt") or not record.exists:
+                cells.append(f"*{state}*")
+                continue
+            env = record.environment
+            link = page.md_link(f"{records.site_path(snippet, device)}/{records.MANIFEST}")
+            shown = f"**{state}**" if state != "fresh" else state
+            cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · torch {env.get('torch')} · "
+                         f"{record.manifest.get('duration_s')} s")
+        rows.append(f"| `{snippet}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+# -------------------------------------------------------------------------------------------- the inlines
+
+
+def format_value(value, found: dict[str, str]) -> str:
+    if isinstance(value, bool):
+        if "yes" in found or "no" in found:
+            return found.get("yes" if value else "no", "")
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        if "scale" in found:
+            try:
+                value = value * float(found["scale"])
+            except ValueError:
+                raise DirectiveError(f"scale={found['scale']} is not a number") from None
+        spec = found.get("fmt")
+        if spec is None:
+            if isinstance(value, int):
+                return str(value)
+            text = format(value, ".3g")
+            return text if "e" not in text else format(value, ".0f")
+        if isinstance(value, float) and value.is_integer() and spec.rstrip(",_").endswith("d"):
+            value = int(value)
+        try:
+            return format(value, spec)
+        except ValueError as error:
+            raise DirectiveError(f"fmt={spec} cannot format {value!r}: {error}") from None
+    return str(value)
+
+
+def needed(page: Page, snippet: str, found: dict[str, str]) -> records.Record:
+    device = found.get("device", "cuda")
+    record = page.record(snippet, device)
+    if not record.exists:
+        raise DirectiveError(
+            f"there is no {LABELS[device]} record of {snippet}: put the sentence inside "
+            f"<!-- md:recorded {snippet} device={device} --> ... <!-- md:end -->"
+        )
+    return record
+
+
+def inline_span(page: Page, record: records.Record, what: str, text: str) -> str:
+    """The text, with where it came from on hover (page) or as it is (notebook); marked where stale."""
+    if page.target == NOTEBOOK:
+        return text + (" (stale)" if record.state == "stale" else "")
+    title = f"{what}, recorded on {record.hardware} on {record.date}"
+    stale = ' <span class="stale" title="the snippet changed since this was recorded">(stale)</span>'
+    return (f'<span class="recorded" title="{html.escape(title)}">{html.escape(text)}</span>'
+            + (stale if record.state == "stale" else ""))
+
+
+def render_value(d: Directive, page: Page) -> str:
+    snippet, key = d.args
+    record = needed(page, snippet, d.options)
+    try:
+        value = record.value(key)
+    except KeyError as error:
+        raise DirectiveError(error.args[0]) from None
+    text = format_value(value, d.options)
+    if d.options.get("unit"):
+        text += ("" if d.options["unit"] == "%" else "\u202f") + d.options["unit"]
+    return inline_span(page, record, f"{key} from snippets/{snippet}", text)
+
+
+def render_compare(d: Directive, page: Page) -> str:
+    snippet, key_a, key_b = d.args
+    record = needed(page, snippet, d.options)
+    try:
+        a, b = record.value(key_a), record.value(key_b)
+    except KeyError as error:
+        raise DirectiveError(error.args[0]) from None
+    if not all(isinstance(t, dict) and "median_us" in t for t in (a, b)):
+        raise DirectiveError(f"{key_a} and {key_b} must both be timings (dicts with median_us)")
+    ratio, lo, hi = records.timing_band(a, b)
+    processes = len(records.ratios(a, b))
+    spread = (f"ratio {ratio:.2f}, from {lo:.2f} to {hi:.2f} across {processes} fresh processes" if processes
+              else f"ratio of medians {ratio:.2f}, {lo:.2f} to {hi:.2f} within the IQRs")
+    return inline_span(page, record, f"{key_b} against {key_a} from snippets/{snippet} ({spread})",
+                       records.judge(a, b))
+
+
+def render_hardware(d: Directive, page: Page) -> str:
+    record = needed(page, d.args[0], d.options)
+    return inline_span(page, record, "the machine", record.hardware)
+
+
+RENDER = {"output": render_output, "figure": render_figure, "records": render_records,
+          "value": render_value, "compare": render_compare, "hardware": render_hardware}
+
+
+# --------------------------------------------------------------------------------------------- expanding
+
+
+def conditionals(markdown: str, page: Page) -> str:
+    """Keep the branch of each md:recorded ... md:else ... md:end block that matches the records."""
+    out: list[str] = []
+    state = None  # None outside a block, else (keeping this branch?, the opening directive)
+    for is_code, text in fenced_segments(markdown):
+        if is_code:
+            if state is None or state[0]:
+                out.append(text)
+            continue
+        position = 0
+        for match in BLOCK.finditer(text):
+            if match.group("name") not in ("recorded", "else", "end"):
+                continue
+            if state is None or state[0]:
+                out.append(text[position:match.start()])
+            position = match.end() + (1 if text[match.end():match.end() + 1] == "\n" else 0)
+            directive = " ".join(match.group(0).split())
+            try:
+                d = parse(match.group("name"), match.group("args"))
+                if d.name == "recorded":
+                    if state is not None:
+                        raise DirectiveError("md:recorded blocks do not nest; close the first with md:end")
+                    state = (page.record(d.args[0], d.options.get("device", "cuda")).exists, directive)
+                elif state is None:
+                    raise DirectiveError(f"md:{d.name} without an md:recorded before it")
+                elif d.name == "else":
+                    state = (not state[0], state[1])
+                else:
+                    state = None
+            except DirectiveError as error:
+                raise DirectiveError(f"{page.src_uri}: {directive}: {error}") from None
+        if state is None or state[0]:
+            out.append(text[position:])
+    if state is not None:
+        raise DirectiveError(f"{page.src_uri}: {state[1]}: never closed with <!-- md:end -->")
+    return "".join(out)
+
+
+def expand(markdown: str, page: Page) -> str:
+    """Render every directive of some Markdown for the page's target; a mistake raises DirectiveError naming
+    the page and the directive."""
+
+    def render(match: re.Match, place: str) -> str:
+        name = match.group("name")
+        try:
+            d = parse(name, match.group("args"))
+            if SPECS[name].place != place:
+                raise DirectiveError(f"md:{name} must stand alone on its own line" if place == "inline"
+                                     else f"md:{name} goes inside a sentence")
+            return RENDER[name](d, page)
+        except (DirectiveError, ValueError) as error:
+            raise DirectiveError(f"{page.src_uri}: {' '.join(match.group(0).split())}: {error}") from None
+
+    def block(match: re.Match) -> str:
+        if SPECS.get(match.group("name"), Spec("", ())).place != "block":
+            return match.group(0)  # inline directives are handled below
+        indent = match.group("indent") or ""
+        return "\n".join(indent + line if line else "" for line in render(match, "block").splitlines())
+
+    markdown = conditionals(markdown, page)
+    parts = []
+    for is_code, text in fenced_segments(markdown):
+        parts.append(text if is_code else INLINE.sub(lambda m: render(m, "inline"), BLOCK.sub(block, text)))
+    return "".join(parts)
+
+
+def lacking_note(page: Page) -> str:
+    """Under a page's title: the devices its outputs were not recorded on, once."""
+    if not page.lacking:
+        return ""
+    reproduce = get_relative_url("reproduce.md", page.src_uri)  # a Markdown link: mkdocs checks and rewrites it
+    missing = " or ".join(LABELS[d] for d in sorted(page.lacking, key=DEVICES.index))
+    return (f'!!! note "Not yet recorded on {missing}"\n\n    The outputs on this page were recorded on '
+            f"{' and '.join(LABELS[d] for d in DEVICES if d not in page.lacking)} only. A {missing} record is "
+            f"made on a machine that has one; [Reproduce]({reproduce}) says how. The text about {missing} "
+            f"appears once that record exists.\n\n")
