@@ -59,7 +59,10 @@ def page_urls() -> list[str]:
     """The URL of every page the site builds, from docs/ (Markdown pages and notebooks)."""
     docs = ROOT / "docs"
     urls = []
-    for source in sorted(docs.rglob("*.md")) + sorted((docs / "notebooks").glob("*.ipynb")):
+    from scripts import notebooks  # built with the site, from the chapters
+
+    sources = sorted(docs.rglob("*.md")) + [docs / notebooks.notebook_name(p) for p in notebooks.chapter_pages()]
+    for source in sources:
         relative = source.relative_to(docs)
         if relative.parts[0] in ("outputs", "assets", "figures"):
             continue

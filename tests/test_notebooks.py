@@ -1,72 +1,128 @@
-"""The companion notebooks (scripts/notebooks.py): fresh, free of plumbing, linked to their chapters, runnable."""
+"""The companion notebooks (scripts/notebooks.py), as the site's build makes them: one per chapter, its snippets
+in file order, free of plumbing, linked to their chapters, and each one run top to bottom in a fresh kernel."""
 
 from __future__ import annotations
 
 import os
 import posixpath
 import re
-import subprocess
-import sys
+import time
 from html.parser import HTMLParser
 
 import nbformat
 import pytest
 
-from scripts import notebooks
+from scripts import notebooks, records
 
 ROOT = notebooks.ROOT
-COMMITTED = sorted(notebooks.NOTEBOOKS.glob("*.ipynb"))
-EAGER = notebooks.NOTEBOOKS / "eager-mode.ipynb"
-PLUMBING = ("results[", "SNIPPET_OUTPUT_DIR", "json.dump")
-RUN_LIMIT_S = 120
+NAMES = [notebooks.notebook_name(page) for page in notebooks.chapter_pages()]
+PLUMBING = ("results[", "results =", "SNIPPET_OUTPUT_DIR", "json.dump")
+# What a reader's laptop does not set: the suite's and the recorder's settings stay out of the kernel.
+NOT_A_READERS = ("TRITON", "TORCH", "PYTORCH", "CUDA", "INDUCTOR", "PYTHONPATH", "OMP_", "MKL_")
+CELL_LIMIT_S = 900
 
 
-def ids(paths):
-    return [p.stem for p in paths]
+def ids(names):
+    return [name.removeprefix("notebooks/").removesuffix(".ipynb") for name in names]
 
 
-def test_committed_notebooks_equal_a_fresh_build():
-    built, errors = notebooks.build_all()
-    assert not errors, "pages that cannot become notebooks:\n" + "\n".join(errors)
-    problems = notebooks.differences(built)
-    assert not problems, "\n".join(problems) + "\nrun: .venv/bin/python -m scripts.notebooks"
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """The notebooks, built as the site's build builds them, into a folder of their own."""
+    out = tmp_path_factory.mktemp("notebooks")
+    names = notebooks.write_all(out)
+    return {name: nbformat.read(out / name, as_version=4) for name in names}
 
 
-def test_every_chapter_with_snippets_has_a_notebook():
-    wanted = {notebooks.notebook_path(page) for page in notebooks.chapter_pages()}
-    assert wanted == set(COMMITTED)
-    assert EAGER in wanted
+def test_every_chapter_with_snippets_has_a_notebook_and_none_is_committed(built):
+    assert set(built) == set(NAMES) and "notebooks/eager-mode.ipynb" in built
+    assert not list((notebooks.DOCS / "notebooks").glob("*.ipynb")), "notebooks are built with the site"
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=ids(COMMITTED))
-def test_no_cell_holds_recording_plumbing(path):
-    notebook = nbformat.read(path, as_version=4)
+def test_pages_show_each_snippets_sections_in_file_order():
+    problems = [f"{page.relative_to(ROOT)}: {problem}" for page in notebooks.chapter_pages()
+                for problem in notebooks.out_of_order(page.read_text())]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_page_out_of_file_order_is_found_and_refused(tmp_path, monkeypatch):
+    snippet = "eager_mode/complex_activation.py"
+    order = list(notebooks.section_lines((records.SNIPPETS / snippet).read_text()))
+    assert len(order) >= 2
+    fence = '```python\n--8<-- "snippets/{}:{}"\n```\n'
+    page = "# A page\n\n" + fence.format(snippet, order[1]) + "\n" + fence.format(snippet, order[0])
+    (problem,) = notebooks.out_of_order(page)
+    assert f"shows {order[1]}, {order[0]}; the file holds {order[0]}, {order[1]}" in problem
+    monkeypatch.setattr(notebooks, "DOCS", tmp_path)
+    (tmp_path / "chapter.md").write_text(page)
+    with pytest.raises(notebooks.NotebookError, match="out of file order"):
+        notebooks.Builder(tmp_path / "chapter.md").build()
+
+
+@pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
+def test_a_notebook_runs_each_snippet_in_file_order_without_plumbing(built, name):
+    """Its code cells, read in order, are each of its snippets' lines from the top to the last shown section,
+    once, less the recording plumbing."""
+    notebook = built[name]
     nbformat.validate(notebook)
-    found = [
-        f"cell {index}: {line.strip()}"
-        for index, cell in enumerate(notebook.cells)
-        for line in cell.source.splitlines()
-        if any(mark in line for mark in PLUMBING)
-    ]
-    assert not found, f"{path.name} shows the recorder's plumbing:\n" + "\n".join(found)
+    cells: dict[str, list[str]] = {}
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        plumbing = [line for line in cell.source.splitlines() if any(mark in line for mark in PLUMBING)]
+        assert not plumbing, f"{name} cell {index} shows the recorder's plumbing: {plumbing}"
+        where = cell.metadata["mlc"]
+        if "snippet" in where:
+            cells.setdefault(where["snippet"], []).append(cell.source)
+    assert cells, f"{name} has no code cell"
+    for snippet, sources in cells.items():
+        loaded = notebooks.Snippet.load(snippet)
+        last = max(loaded.sections[s][1] for s in loaded.sections
+                   if any(loaded.text(*loaded.sections[s], dedent=True) == src for src in sources))
+        expected = [line.strip() for line in loaded.text(1, last).splitlines() if line.strip()]
+        shown = [line.strip() for source in sources for line in source.splitlines() if line.strip()]
+        assert shown == expected, f"{name}: the cells of snippets/{snippet} are not its lines in file order"
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=ids(COMMITTED))
-def test_first_cell_is_the_title_with_a_link_back_to_the_chapter(path):
+@pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
+def test_the_first_cell_is_the_title_with_a_link_back_to_the_chapter(built, name):
     """The link, resolved from where mkdocs-jupyter puts the notebook's page, lands on the chapter's page."""
-    notebook = nbformat.read(path, as_version=4)
+    notebook = built[name]
     first = notebook.cells[0]
     page = notebook.metadata["mlc"]["page"]
     assert first.cell_type == "markdown"
     title = first.source.splitlines()[0]
     assert title.startswith("# ") and title[2:] in (notebooks.DOCS / page).read_text()
     links = re.findall(r"\]\(([^)\s]+)\)", first.source)
-    assert links, f"{path.name}: the first cell links nowhere"
-    notebook_page = notebooks.page_url(path.relative_to(notebooks.DOCS).as_posix())
+    assert links, f"{name}: the first cell links nowhere"
+    notebook_page = notebooks.page_url(name)
     landed = posixpath.normpath(posixpath.join(notebook_page, links[0]))
     assert landed.strip("/") == notebooks.page_url(page).strip("/"), (
-        f"{path.name}: {links[0]} from {notebook_page} lands on {landed}, not on the page of {page}")
-    assert "recorded" in first.source
+        f"{name}: {links[0]} from {notebook_page} lands on {landed}, not on the page of {page}")
+    assert "recorded" in first.source and notebooks.site_name() in first.source
+
+
+def test_a_triton_chapter_chooses_the_interpreter_in_a_cell_the_reader_sees(built):
+    notebook = built["notebooks/dissecting__triton-basics.ipynb"]
+    setup = [c for c in notebook.cells if c.cell_type == "code" and c.metadata.get("mlc", {}).get("environment")]
+    assert len(setup) == 1 and "TRITON_INTERPRET" in setup[0].source
+    assert not setup[0].metadata.get("jupyter", {}).get("source_hidden"), "the environment cell is hidden"
+    first_code = next(c for c in notebook.cells if c.cell_type == "code")
+    assert first_code is setup[0], "the interpreter must be chosen before any snippet imports triton"
+
+
+def test_a_chapter_notebook_follows_the_first_tab_and_folds_quiz_answers(built):
+    notebook = built["notebooks/eager-mode.ipynb"]
+    snippets = notebook.metadata["mlc"]["snippets"]
+    assert snippets and not [s for s in snippets if s.startswith("jax/")], f"a JAX tab was followed: {snippets}"
+    prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "<details>" in prose and "??? question" not in prose and '=== "' not in prose
+
+
+def test_the_eager_notebook_carries_its_recorded_outputs(built):
+    notebook = built["notebooks/eager-mode.ipynb"]
+    shown = [cell for cell in notebook.cells if cell.cell_type == "code" and not cell.metadata["mlc"].get("setup")]
+    assert shown and any(cell.outputs for cell in shown), "no code cell carries its recorded output"
 
 
 class Links(HTMLParser):
@@ -79,34 +135,35 @@ class Links(HTMLParser):
             self.hrefs.append(dict(attrs)["href"])
 
 
-def test_in_the_built_site_each_notebook_links_to_its_chapter(built_site):
+def test_in_the_built_site_each_notebook_is_a_page_a_download_and_links_to_its_chapter(built_site):
     site = built_site
-    for path in COMMITTED:
-        page = nbformat.read(path, as_version=4).metadata["mlc"]["page"]
-        url = notebooks.page_url(path.relative_to(notebooks.DOCS).as_posix())
-        built = site / url / "index.html"
-        assert built.exists(), f"{path.name} has no page in the built site ({url})"
+    for name in NAMES:
+        chapter_src = next(p for p in notebooks.chapter_pages() if notebooks.notebook_name(p) == name)
+        url = notebooks.page_url(name)
+        built_page = site / url / "index.html"
+        assert built_page.exists(), f"{name} has no page in the built site ({url})"
+        assert (site / url / name.split("/")[-1]).exists(), f"{name} cannot be downloaded from {url}"
         parser = Links()
-        parser.feed(built.read_text())
-        chapter = (site / notebooks.page_url(page) / "index.html").resolve()
-        targets = {(built.parent / href.split("#")[0] / "index.html").resolve()
+        parser.feed(built_page.read_text())
+        chapter_url = notebooks.page_url(chapter_src.relative_to(notebooks.DOCS).as_posix())
+        chapter = (site / chapter_url / "index.html").resolve()
+        targets = {(built_page.parent / href.split("#")[0] / "index.html").resolve()
                    for href in parser.hrefs if not re.match(r"^[a-z]+:|^#", href) and href.endswith("/")}
-        assert chapter in targets, f"{url} has no link to {notebooks.page_url(page)}"
+        assert chapter in targets, f"{url} has no link to {chapter_url}"
 
 
-def test_the_eager_notebook_carries_its_recorded_outputs():
-    notebook = nbformat.read(EAGER, as_version=4)
-    shown = [cell for cell in notebook.cells if cell.cell_type == "code" and not cell.metadata["mlc"].get("setup")]
-    assert shown and any(cell.outputs for cell in shown), "no code cell carries its recorded output"
-
-
-def test_the_eager_notebook_runs_top_to_bottom_on_cpu(tmp_path):
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+@pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
+def test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel(built, name, tmp_path):
+    """As a reader runs it: a fresh kernel, an empty folder, no environment variable of ours or of the
+    suite's set, on this machine's CPU."""
+    nbclient = pytest.importorskip("nbclient")
+    notebook = built[name]
+    env = {key: value for key, value in os.environ.items() if not key.startswith(NOT_A_READERS)}
+    client = nbclient.NotebookClient(notebook, timeout=CELL_LIMIT_S, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", "scripts.notebooks", "--run", str(EAGER)], cwd=tmp_path,
-                              env=env, capture_output=True, text=True, timeout=RUN_LIMIT_S)
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"the eager notebook took over {RUN_LIMIT_S} s on this machine")
-    assert done.returncode == 0, f"{EAGER.name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-    assert "# eager-mode.ipynb cell" in done.stdout
+        client.execute(env=env)
+    except nbclient.exceptions.CellExecutionError as error:
+        pytest.fail(f"{name}: {str(error)[-3000:]}", pytrace=False)
+    print(f"{name} ran in {time.perf_counter() - start:.0f} s")

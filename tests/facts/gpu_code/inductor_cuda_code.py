@@ -1,23 +1,7 @@
 """The check of snippets/gpu_code/inductor_cuda_code.py: what dissecting/inductor.md and dissecting/triton.md say
 about it, held on every record of it."""
 
-from pathlib import Path
-
-import pytest
-from facts import check
-
-PINS = dict(line.split("==") for line in
-            (Path(__file__).resolve().parents[3] / "ci" / "constraints.txt").read_text().splitlines()
-            if "==" in line and not line.startswith("#"))
-
-
-def skip_unless_pinned(record, reason):
-    """A caught failure of private compiler API is a skip on other releases (said why), and a failure on
-    the releases CI pins, where it must work."""
-    env = record.environment
-    if env.get("torch", "").split("+")[0] == PINS.get("torch") and env.get("triton") == PINS.get("triton"):
-        pytest.fail(f"{record.where()}: {reason}, on the pinned torch {PINS['torch']} / triton {PINS['triton']}")
-    pytest.skip(reason)
+from facts import check, skip_unless_pinned
 
 
 @check("gpu_code/inductor_cuda_code.py")

@@ -1,5 +1,5 @@
-"""The mkdocs hook's directives (scripts/mkdocs_hooks.py), on throw-away trees of snippets and hand-built
-records (test fixtures shaped as scripts/records.py describes, not site records)."""
+"""The md: directives (scripts/directives.py), rendered for the page and for the notebook, on throw-away
+trees of snippets and hand-built records (test fixtures shaped as scripts/records.py describes, not site records)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from mkdocs.exceptions import PluginError
 
-from scripts import mkdocs_hooks, records
+from scripts import directives, records
 
 SOURCE = "# --8<-- [start:main]\nprint('hi')\n# --8<-- [end:main]\n"
 SNIPPET = "demo/hello.py"
@@ -56,17 +55,18 @@ def write_record(tree: Path, device: str, source: str = SOURCE, results: dict | 
     return folder
 
 
-def page(tree: Path, src_uri: str = "chapter.md", url: str = "chapter/") -> mkdocs_hooks.Page:
-    return mkdocs_hooks.Page(src_uri, url, snippets=tree / "snippets", outputs=tree / "outputs")
+def page(tree: Path, src_uri: str = "chapter.md", url: str = "chapter/",
+         target: str = directives.PAGE) -> directives.Page:
+    return directives.Page(src_uri, url, target, snippets=tree / "snippets", outputs=tree / "outputs")
 
 
-def expand(tree: Path, markdown: str, on: mkdocs_hooks.Page | None = None) -> str:
-    return mkdocs_hooks.expand(markdown, on or page(tree))
+def expand(tree: Path, markdown: str, on: directives.Page | None = None) -> str:
+    return directives.expand(markdown, on or page(tree))
 
 
 def failure(tree: Path, markdown: str) -> str:
-    """The one-line message of the PluginError a page fails with."""
-    with pytest.raises(PluginError) as error:
+    """The one-line message of the directives.DirectiveError a page fails with."""
+    with pytest.raises(directives.DirectiveError) as error:
         expand(tree, markdown)
     message = str(error.value)
     assert "\n" not in message.strip(), message
@@ -275,7 +275,7 @@ def test_output_tabs_only_recorded_devices_and_the_page_notes_what_it_lacks(tree
     assert '"CUDA"' not in text
     assert "    on the cpu" in text
     assert state.lacking == {"cuda"}
-    note = mkdocs_hooks.lacking_note(state)
+    note = directives.lacking_note(state)
     assert note.startswith('!!! note "Not yet recorded on CUDA"') and "recorded on CPU only" in note
 
 
@@ -290,7 +290,7 @@ def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):
     assert "Recorded on Test CPU (2 cores)" in text
     assert 'href="../outputs/cpu/demo/hello/manifest.json">record</a>' in text
     assert "Stale record" not in text
-    assert state.lacking == set() and mkdocs_hooks.lacking_note(state) == ""
+    assert state.lacking == set() and directives.lacking_note(state) == ""
 
 
 def test_output_of_one_section_in_a_language_per_device(tree):
@@ -322,7 +322,7 @@ def test_a_stale_record_shows_the_warning_with_the_remake_command(tree):
 ])
 def test_a_corrupt_manifest_fails_the_build_naming_the_file(tree, markdown):
     write_record(tree, "cpu", manifest='{"snippet": "snippets/demo/hello.py", ')
-    with pytest.raises(PluginError) as error:
+    with pytest.raises(directives.DirectiveError) as error:
         expand(tree, markdown)
     message = str(error.value)
     assert message.startswith("chapter.md: <!-- md:") and "outputs/cpu/demo/hello/manifest.json" in message
@@ -372,7 +372,7 @@ def test_a_figure_of_a_device_with_no_record_or_of_nothing_kept_fails(tree):
 
 def test_a_chart_figure_is_drawn_in_both_palettes_into_the_cache(tree, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setattr(mkdocs_hooks, "FIGURE_CACHE", tmp_path / "figures")
+    monkeypatch.setattr(directives, "FIGURE_CACHE", tmp_path / "figures")
     write_record(tree, "cpu")
     state = page(tree)
     text = expand(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.eager,timing.compiled '
@@ -387,7 +387,7 @@ def test_a_chart_figure_is_drawn_in_both_palettes_into_the_cache(tree, tmp_path,
 
 def test_a_figure_that_cannot_be_drawn_fails_naming_the_record(tree, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setattr(mkdocs_hooks, "FIGURE_CACHE", tmp_path / "figures")
+    monkeypatch.setattr(directives, "FIGURE_CACHE", tmp_path / "figures")
     write_record(tree, "cpu")
     error = failure(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.nope caption="x" -->\n')
     assert "the cpu record: 'timing.nope' is not in" in error
@@ -405,3 +405,52 @@ def test_records_table_gives_each_state(tree):
     assert rows[2].startswith("| `demo/hello.py` | *missing* | **stale** · [2026-11-21](")
     assert "Test CPU · torch 2.13.0 · 1.5 s |" in rows[2]
     assert rows[3] == "| `demo/other.py` | *missing* | *missing* |"
+
+
+# ------------------------------------------------------------------------------------------ the option schema
+
+
+@pytest.mark.parametrize("markdown, message", [
+    (f'<!-- md:figure {SNIPPET} speed kind=bars x=n caption="c" -->\n', "unknown option 'x=n'"),
+    (f'<!-- md:figure {SNIPPET} speed kind=pie caption="c" -->\n', "kind=pie is not one of timeline, bars"),
+    (f'<!-- md:figure {SNIPPET} graph key=n caption="c" -->\n', "unknown option 'key=n'"),
+    (f"<!-- md:output {SNIPPET} extra -->\n", "unknown option 'extra'"),
+    ("<!-- md:value demo/hello.py -->", "md:value takes SNIPPET KEY"),
+    (f"<!-- md:value {SNIPPET} fmt=d -->", "md:value takes SNIPPET KEY"),
+    ("<!-- md:figrue x -->\n", "unknown directive 'md:figrue'"),
+])
+def test_each_directive_and_each_figure_kind_takes_its_own_options_only(tree, markdown, message):
+    write_record(tree, "cpu")
+    error = failure(tree, markdown)
+    assert message in error, error
+
+
+def test_the_parser_and_the_plots_agree_on_each_kind():
+    from scripts import plots
+
+    assert set(plots.OPTIONS) == set(plots.KINDS)
+    assert directives.parse("figure", "a.py speed kind=lines x=n series=a,b logy=1 caption=c").options["logy"] == "1"
+
+
+# ------------------------------------------------------------------------------------------ the notebook target
+
+
+def test_the_notebook_target_renders_plain_text_one_record_and_no_repeat_of_a_shown_output(tree):
+    write_record(tree, "cuda")
+    write_record(tree, "cpu")
+    state = page(tree, target=directives.NOTEBOOK)
+    text = expand(tree, f"It took <!-- md:value {SNIPPET} t fmt=.1f\n  device=cpu --> on the "
+                        f"<!-- md:hardware {SNIPPET} -->.\n\n<!-- md:output {SNIPPET}:main -->\n", state)
+    assert text.startswith("It took 731.4 on the NVIDIA H200.\n"), text
+    assert "<span" not in text and "===" not in text and text.count("```text\nhi\n```") == 1
+    assert "*Recorded on CUDA (NVIDIA H200).*" in text and state.lacking == set()
+    state.shown.add((SNIPPET, "main"))
+    assert expand(tree, f"<!-- md:output {SNIPPET}:main -->\n", state).strip() == ""
+
+
+def test_the_notebook_target_draws_a_graph_as_mermaid_and_numbers_it(tree):
+    write_record(tree, "cpu")
+    state = page(tree, target=directives.NOTEBOOK)
+    text = expand(tree, f'<!-- md:figure {SNIPPET} graph\n     caption="The graph." -->\n', state)
+    assert text.startswith("```mermaid\nflowchart LR") and "**Figure 1.** The graph." in text
+    assert "Drawn from the CPU record of `snippets/demo/hello.py`" in text and "<div" not in text
