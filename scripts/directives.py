@@ -51,6 +51,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -374,9 +375,15 @@ def chart(record: records.Record, name: str, found: dict[str, str]) -> tuple[str
                 svg, alt = plots.render(record, name, found, palette)
             except plots.FigureError as error:
                 raise DirectiveError(f"the {record.device} record: {error}") from None
-            cached.write_text(svg)
-            alt_file.write_text(alt)
+            write_atomically(cached, svg)  # builds and test workers may draw the same figure at once
+            write_atomically(alt_file, alt)
     return alt_file.read_text(), files
+
+
+def write_atomically(path: Path, text: str) -> None:
+    part = path.with_name(f".{path.name}.{os.getpid()}")
+    part.write_text(text)
+    os.replace(part, path)
 
 
 def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
@@ -479,7 +486,8 @@ def inline_span(page: Page, record: records.Record, what: str, text: str) -> str
         return text + (" (stale)" if record.state == "stale" else "")
     title = f"{what}, recorded on {record.hardware} on {record.date}"
     stale = ' <span class="stale" title="the snippet changed since this was recorded">(stale)</span>'
-    return (f'<span class="recorded" title="{html.escape(title)}">{html.escape(text)}</span>'
+    kind = "recorded words" if len(re.findall(r"[^\W\d_]{2,}", text)) > 2 else "recorded"  # a phrase, not a number
+    return (f'<span class="{kind}" title="{html.escape(title)}">{html.escape(text)}</span>'
             + (stale if record.state == "stale" else ""))
 
 

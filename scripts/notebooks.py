@@ -582,8 +582,8 @@ def write_all(out: Path = CACHE) -> list[str]:
         path, key_file = out / name, (out / name).with_suffix(".key")
         key = inputs_key(page)
         if not (path.is_file() and key_file.is_file() and key_file.read_text() == key):
-            path.write_text(build(page))
-            key_file.write_text(key)
+            directives.write_atomically(path, build(page))
+            directives.write_atomically(key_file, key)
         names.append(name)
     for stale in folder.iterdir():
         if stale.suffix in (".ipynb", ".key") and f"{FOLDER}/{stale.with_suffix('.ipynb').name}" not in names:

@@ -71,10 +71,10 @@ def built_site(request) -> Path:
 
 def pytest_collection_modifyitems(items):
     """With `--dist loadgroup`: the browser's per-page tests spread over all workers (they are the slowest
-    part); fresh snippet runs spread too; the rest of each module stays on one worker."""
+    part); fresh snippet runs and notebook runs spread too; the rest of each module stays on one worker."""
     for item in items:
         module = item.module.__name__
-        if module in ("test_browser", "test_facts"):
+        if module in ("test_browser", "test_facts") or item.name.startswith("test_a_notebook_runs_top_to_bottom"):
             continue
         item.add_marker(pytest.mark.xdist_group(module))
 
