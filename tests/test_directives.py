@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def shown(text: str) -> str:
 def test_value_formats_numbers_and_keeps_integers(tree, options, expected):
     write_record(tree, "cpu")
     text = expand(tree, f"It is <!-- md:value {SNIPPET} {options} device=cpu -->.")
-    assert text.startswith('It is <span class="recorded" title="') and text.endswith("</span>.")
+    assert re.match(r'It is <span class="recorded( words)?" title="', text) and text.endswith("</span>.")
     assert shown(text).replace("&#x27;", "'") == expected
 
 
@@ -454,3 +455,10 @@ def test_the_notebook_target_draws_a_graph_as_mermaid_and_numbers_it(tree):
     text = expand(tree, f'<!-- md:figure {SNIPPET} graph\n     caption="The graph." -->\n', state)
     assert text.startswith("```mermaid\nflowchart LR") and "**Figure 1.** The graph." in text
     assert "Drawn from the CPU record of `snippets/demo/hello.py`" in text and "<div" not in text
+
+
+def test_a_recorded_number_is_underlined_and_a_recorded_phrase_is_not(tree):
+    write_record(tree, "cpu")
+    number = expand(tree, f"<!-- md:value {SNIPPET} n device=cpu -->")
+    phrase = expand(tree, f'<!-- md:value {SNIPPET} small yes="fits in" no="does not fit in" device=cpu -->')
+    assert number.startswith('<span class="recorded" ') and phrase.startswith('<span class="recorded words" ')
