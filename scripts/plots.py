@@ -32,7 +32,7 @@ PALETTES = {
     "dark": {"fg": "#eceff6", "muted": "#c3c8d6", "grid": "#474c59", "bg": "#1e2129",
              "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"], "alt": ["#7986cb", "#ff8a65"]},
 }
-KINDS = ("timeline", "bars", "speedup", "lines", "roofline")
+KINDS = ("timeline", "bars", "speedup", "lines", "roofline", "breakeven", "strip", "grid")
 # The options each kind of chart reads (scripts/directives.py refuses any other on an md:figure).
 OPTIONS = {
     "timeline": (),
@@ -40,6 +40,9 @@ OPTIONS = {
     "speedup": ("x", "base", "other", "xlabel", "ylabel"),
     "lines": ("x", "series", "labels", "logy", "xlabel", "ylabel"),
     "roofline": ("key",),
+    "breakeven": ("base", "other", "compile", "calls"),
+    "strip": ("key", "label"),
+    "grid": ("rows", "labels", "xlabel"),
 }
 
 
@@ -349,5 +352,102 @@ def draw_timeline(record: Record, options: dict, colors: dict):
     return fig, f"Timeline of the profiled call on one time axis ({counts})."
 
 
+
+def draw_breakeven(record: Record, options: dict, colors: dict):
+    """Total time against the number of calls: eager is calls × its median; compiled pays the compile first,
+    then calls × its median. The lines cross at the break-even."""
+    import matplotlib.pyplot as plt
+
+    eager, compiled = value(record, keys(options, "base")[0]), value(record, keys(options, "other")[0])
+    compile_s = value(record, keys(options, "compile")[0])
+    if not (is_timing(eager) and is_timing(compiled) and isinstance(compile_s, (int, float))):
+        raise FigureError("base and other must be timings, compile a number of seconds")
+    e, c = eager["median_us"] / 1e6, compiled["median_us"] / 1e6
+    even = compile_s / (e - c) if e > c else None
+    last = int(options.get("calls") or max(10, 3 * (even or 3)))
+    n = list(range(0, last + 1))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ax.plot(n, [k * e for k in n], color=colors["series"][0], label="eager: calls × its median")
+    ax.plot(n, [compile_s + k * c for k in n], color=colors["series"][1],
+            label="compiled: compile time, then calls × its median")
+    if even is not None and even <= last:
+        ax.axvline(even, color=colors["muted"], linestyle="--", linewidth=1)
+        ax.text(even, compile_s + even * c, f"  break-even: {readable(even)} calls", va="top", fontsize=10,
+                color=colors["fg"])
+    ax.set_xlabel("calls")
+    ax.set_ylabel("total time (s)")
+    ax.set_xlim(0, last)
+    ax.set_ylim(0, None)
+    ax.grid(which="major")
+    ax.legend(frameon=False, loc="upper left")
+    alt = (f"Total time against calls: eager grows by {readable(e * 1e3)} ms a call; compiled starts at "
+           f"{readable(compile_s)} s of compiling and grows by {readable(c * 1e3)} ms a call"
+           + (f"; they cross after {readable(even)} calls." if even is not None else "; they never cross."))
+    return fig, alt
+
+
+def draw_strip(record: Record, options: dict, colors: dict):
+    """A list of small integers as a strip of cells, one per element, coloured and labelled by value: which
+    program handled each element."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    items = value(record, keys(options, "key")[0])
+    if not (isinstance(items, list) and items and all(isinstance(i, int) for i in items)):
+        raise FigureError("key must name a list of integers")
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.62 * len(items)), 1.6))
+    for i, item in enumerate(items):
+        color = colors["series"][item % 4] if item >= 0 else colors["grid"]
+        ax.add_patch(Rectangle((i, 0), 0.94, 1, color=color, alpha=0.85))
+        ax.text(i + 0.47, 0.5, str(item), ha="center", va="center", fontsize=12, color=colors["bg"],
+                fontweight="bold")
+        ax.text(i + 0.47, -0.25, str(i), ha="center", va="top", fontsize=10, color=colors["muted"])
+    ax.set_xlim(-0.1, len(items))
+    ax.set_ylim(-0.8, 1.05)
+    ax.axis("off")
+    ax.text(-0.1, -0.78, options.get("label", "element index"), fontsize=10, color=colors["muted"])
+    alt = f"{len(items)} cells, one per element, each holding the value {', '.join(map(str, items))}."
+    return fig, alt
+
+
+def draw_grid(record: Record, options: dict, colors: dict):
+    """Rows of settings against the calls made under each: a cell says whether that call compiled a new
+    graph or reused one, from each row's graph count after every call (`ROW.after`, a dict in call order)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    rows = keys(options, "rows")
+    names = labels(options, rows)
+    counts = [value(record, f"{row}.after") for row in rows]
+    if not all(isinstance(c, dict) and c for c in counts):
+        raise FigureError("each row must hold `after`, the graph count after each call")
+    columns = list(dict.fromkeys(k for c in counts for k in c))
+    cells = []  # per row: (column index, compiled?) for each call made
+    for row in counts:
+        before, found = 0, []
+        for x, column in enumerate(columns):
+            if column in row:
+                found.append((x, row[column] > before))
+                before = row[column]
+        cells.append(found)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.45 * len(columns), 0.7 + 0.62 * len(rows)))
+    for r, (found, name) in enumerate(zip(cells, names)):
+        y = len(rows) - 1 - r
+        ax.text(-0.1, y + 0.45, name, ha="right", va="center", fontsize=11, color=colors["fg"])
+        for x, new in found:
+            ax.add_patch(Rectangle((x, y), 0.95, 0.9, color=colors["series"][1] if new else colors["grid"]))
+            ax.text(x + 0.47, y + 0.45, "compiled" if new else "reused", ha="center", va="center", fontsize=10,
+                    color=colors["bg"] if new else colors["fg"])
+    for x, column in enumerate(columns):
+        ax.text(x + 0.47, len(rows) + 0.1, column, ha="center", va="bottom", fontsize=10, color=colors["fg"])
+    ax.text(len(columns) / 2, len(rows) + 0.65, options.get("xlabel", "calls, in order"), ha="center",
+            va="bottom", fontsize=11, color=colors["fg"])
+    ax.set_xlim(-0.1, len(columns))
+    ax.set_ylim(-0.1, len(rows) + 1.1)
+    ax.axis("off")
+    alt = "; ".join(f"{name}: " + ", ".join(f"{columns[x]} {'compiled' if new else 'reused'}" for x, new in found)
+                    for name, found in zip(names, cells))
+    return fig, "Compiled or reused, per call. " + alt + "."
+
 DRAW = {"timeline": draw_timeline, "bars": draw_bars, "speedup": draw_speedup, "lines": draw_lines,
-        "roofline": draw_roofline}
+        "roofline": draw_roofline, "breakeven": draw_breakeven, "strip": draw_strip, "grid": draw_grid}

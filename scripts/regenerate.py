@@ -12,8 +12,9 @@ Run it from the repository root, with a Python that has torch (the README's set-
 Each snippet runs in a fresh process (scripts/runner.py) with compiler caches of its own (Inductor, Triton,
 the C++ precompiled header), so a cold or warm compile claim never depends on what ran before. A snippet
 that times something (its results hold a timing) then runs again in more fresh processes (--processes, 5 by
-default) with the caches its first run left warm, and each timing in its record pools every process: what
-it prints, its files and every other value come from the first process, which compiled from cold. The record
+default), each with new empty caches too, so every process compiles from cold, as the first did. Each
+timing in its record pools every process, and a number the processes measured differently is their median
+(scripts/records.py merge_runs); what it prints and its files come from the first process. The record
 layout and the words fresh, stale, failed, corrupt and missing belong to scripts/records.py.
 
 Text is scrubbed of what is private to the machine (repo, home and temp paths, user and host names, object
@@ -259,14 +260,17 @@ def check_writable(device_dir: Path) -> None:
 # ---------------------------------------------------------------------------------------------- running
 
 
+COMPILER_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TMPDIR")
+
+
 def snippet_env(scratch: Path, device: str) -> tuple[dict, dict]:
     """The environment of one snippet's process, and the overrides a manifest lists: compiler caches of
     its own, and on CPU no GPU, with Triton kernels run by Triton's interpreter."""
-    caches = {
-        "TORCHINDUCTOR_CACHE_DIR": str(scratch / "cache" / "inductor"),
-        "TRITON_CACHE_DIR": str(scratch / "cache" / "triton"),
-        "TMPDIR": str(scratch / "tmp"),  # Inductor keeps its precompiled C++ header under $TMPDIR
-    }
+    caches = dict(zip(COMPILER_CACHES, (
+        str(scratch / "cache" / "inductor"),
+        str(scratch / "cache" / "triton"),
+        str(scratch / "tmp"),  # Inductor keeps its precompiled C++ header under $TMPDIR
+    )))
     (scratch / "tmp").mkdir(parents=True, exist_ok=True)
     overrides = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"} if device == "cpu" else {}
     env = dict(os.environ, PYTHONUNBUFFERED="1", **caches, **overrides)
@@ -292,8 +296,9 @@ def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeo
 
 
 def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -> tuple[int | None, str]:
-    """Run a snippet that times something again in fresh processes (records.PROCESSES in all), with the
-    compile caches the first run left, and pool each timing over every process into results.json."""
+    """Run a snippet that times something again in fresh processes (records.PROCESSES in all), each with empty
+    compiler caches of its own as the first had (a compile time is then the same quantity in every process),
+    and pool each timing over every process into results.json."""
     results_path = work / records.FILES / records.RESULTS
     first = json.loads(results_path.read_text()) if results_path.exists() else {}
     if args.processes < 2 or not any(records.timings_in(first)):
@@ -304,7 +309,9 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -
         again = scratch / f"repeat-{number}"
         (again / records.FILES).mkdir(parents=True)
         command = [sys.executable, str(RUNNER), str(source), str(again)]
-        status, reason = launch(command, again / records.FILES, env, again / records.STDOUT, again / "stderr.txt",
+        cold, _ = snippet_env(again, args.device)
+        cold = {**env, **{name: cold[name] for name in COMPILER_CACHES}}
+        status, reason = launch(command, again / records.FILES, cold, again / records.STDOUT, again / "stderr.txt",
                                 args.timeout)
         if status != 0:
             shutil.copy(again / "stderr.txt", work / "stderr.txt")

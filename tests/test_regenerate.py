@@ -541,12 +541,17 @@ def test_a_file_that_is_not_an_archive_is_refused(tree):
     assert bad(unpack(tree, junk), "cannot read archive")
 
 
-# A snippet that "times" something: each process draws its own median.
+# A snippet that "times" something: each process draws its own median, and says whether its compiler cache
+# was empty when it started.
 TIMED = """\
 import os, random
 median = random.uniform(1, 100)
+cache = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+cold = 0 if os.path.exists(cache) else 1
+os.makedirs(cache, exist_ok=True)
+open(os.path.join(cache, "kernel"), "w").close()
 results = {"timing": {"f": {"median_us": median, "times_us": [median] * 3, "n": 3, "work": "f()", "threads": 1}},
-           "printed": median}
+           "printed": median, "cold": cold}
 print("median", median)
 """
 
@@ -564,6 +569,8 @@ def test_a_timed_snippet_runs_in_several_processes_and_pools_its_timings(tree):
     stdout = (record(tree, "demo/timed") / "stdout.txt").read_text()
     assert stdout == f"median {timing['process_medians_us'][0]}\n"
     assert results["printed"] == sorted(timing["process_medians_us"])[1]
+    # Each process compiled from cold: none found the cache an earlier one filled.
+    assert results["cold"] == 1 and "cold" not in results.get("process_values", {})
     provenance = records.Record("demo/timed.py", "cpu", record(tree, "demo/timed"), tree / "snippets").provenance()
     assert "timed on 1 thread in 3 fresh processes" in provenance
 
