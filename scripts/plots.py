@@ -405,7 +405,7 @@ def draw_strip(record: Record, options: dict, colors: dict):
     ax.set_xlim(-0.1, len(items))
     ax.set_ylim(-0.8, 1.05)
     ax.axis("off")
-    ax.text(-0.1, -0.78, options.get("label", "element index"), fontsize=10, color=colors["muted"])
+    ax.text(-0.1, -0.78, options.get("label", "element index"), fontsize=10, color=colors["fg"])
     alt = f"{len(items)} cells, one per element, each holding the value {', '.join(map(str, items))}."
     return fig, alt
 

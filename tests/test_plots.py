@@ -24,6 +24,10 @@ RESULTS = {
     "bandwidth": {"copy": 180.5, "fused": 150.25, "peak": 200},
     "sweep": {"sizes": SIZES, "eager": [timing(10.0 * s) for s in SIZES],
               "compiled": [timing(400.0 + 4.0 * s) for s in SIZES], "ratio": [0.5, 1, 2, 3, 4]},
+    "compile_s": 0.5,
+    "who": [0, 0, 1, 1, 2],
+    "shapes": {"static": {"after": {"(8, 16)": 1, "(12, 16)": 2, "(20, 16)": 3}},
+               "dynamic": {"after": {"(8, 16)": 1, "(12, 16)": 1, "(20, 16)": 1}}},
     "roofline": {"label": "Test GPU", "bandwidth_gbps": 3350, "peak_tflops": 989,
                  "points": [{"label": "matmul", "intensity": 300, "tflops": 600, "measured": True},
                             {"label": "softmax", "intensity": 0.5, "tflops": 1.5, "measured": False}]},
@@ -57,6 +61,10 @@ KINDS = {
     "lines": ("sweep", {"kind": "lines", "x": "sweep.sizes", "series": "sweep.eager,sweep.compiled",
                         "labels": "eager,compiled", "ylabel": "µs", "logy": "1"}),
     "roofline": ("roof", {"kind": "roofline", "key": "roofline"}),
+    "breakeven": ("even", {"kind": "breakeven", "base": "timing.eager", "other": "timing.compiled",
+                           "compile": "compile_s"}),
+    "strip": ("who", {"kind": "strip", "key": "who"}),
+    "grid": ("shapes", {"kind": "grid", "rows": "shapes.static,shapes.dynamic", "labels": "static,dynamic"}),
 }
 
 
@@ -90,6 +98,11 @@ def test_alt_texts_say_what_the_chart_shows(record):
     assert alt["speedup"].startswith("Speedup against elements, from ") and "above 1× from 128" in alt["speedup"]
     assert alt["lines"] == "Line chart of eager, compiled against x."
     assert "Roofline of Test GPU: memory roof 3,350 GB/s, compute roof 989 TFLOP/s" in alt["roofline"]
+    # 0.5 s of compiling saves 900 µs a call: the lines cross after 556 calls.
+    assert alt["breakeven"].endswith("they cross after 556 calls.") and "grows by 1.2 ms a call" in alt["breakeven"]
+    assert alt["strip"] == "5 cells, one per element, each holding the value 0, 0, 1, 1, 2."
+    assert alt["grid"] == ("Compiled or reused, per call. static: (8, 16) compiled, (12, 16) compiled, (20, 16) "
+                           "compiled; dynamic: (8, 16) compiled, (12, 16) reused, (20, 16) reused.")
     assert alt["timeline"] == ("Timeline of the profiled call on one time axis "
                                "(eager: 2 CPU calls, 2 GPU kernels, compiled: 1 CPU calls, 1 GPU kernels).")
 
