@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -63,4 +64,7 @@ def test_committed_record(record):
     try:
         CHECKS[record.snippet](record)
     except AssertionError as error:
-        raise AssertionError(f"{record.where()} contradicts its chapter: {error}") from None
+        # The check's own line, so that a bare `assert` still says what it held.
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        raise AssertionError(f"{record.where()} contradicts its chapter: {str(error) or where.line}\n"
+                             f"  at {Path(where.filename).relative_to(Path(__file__).parent)}:{where.lineno}") from None
