@@ -339,8 +339,14 @@ MEASURE_PAGE = """() => {
     const scale = box && box.width ? svg.getBoundingClientRect().width / box.width : 1;
     text.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent.trim().slice(0, 40)]);
   }));
+  article.querySelectorAll('svg.mlc-illustration text').forEach(t => {
+    const svg = t.closest('svg'), box = svg.viewBox.baseVal;
+    text.push([parseFloat(getComputedStyle(t).fontSize) * svg.getBoundingClientRect().width / box.width,
+               t.textContent.trim().slice(0, 40)]);
+  });
   return {screens: document.documentElement.scrollHeight / innerHeight,
-          code: code / article.getBoundingClientRect().height, images, diagrams: diagrams.length, text};
+          code: code / article.getBoundingClientRect().height, images, diagrams: diagrams.length, text,
+          drawings: article.querySelectorAll('svg.mlc-illustration').length};
 }"""
 
 
@@ -356,7 +362,7 @@ def measure_page(page, out: Path, path: str) -> dict:
             text.append([svg_text_px(svg.read_text(), width), src.split("/")[-1]])
     smallest = min(text, default=[None, ""])
     return {"screens": measured["screens"], "code": measured["code"], "smallest": smallest,
-            "figures": len(measured["images"]) + measured["diagrams"]}
+            "figures": len(measured["images"]) + measured["diagrams"] + measured["drawings"]}
 
 
 @pytest.mark.parametrize("path", [""] + CHAPTERS, ids=["home"] + CHAPTERS)
