@@ -600,12 +600,13 @@ def expand(markdown: str, page: Page) -> str:
 
 
 def lacking_note(page: Page) -> str:
-    """Under a page's title: the devices its outputs were not recorded on, once."""
+    """Under a page's title: the devices its outputs were not recorded on, once, folded to one line (the
+    page's text says nothing more about a missing record than one short note per section)."""
     if not page.lacking:
         return ""
     reproduce = get_relative_url("reproduce.md", page.src_uri)  # a Markdown link: mkdocs checks and rewrites it
     missing = " or ".join(LABELS[d] for d in sorted(page.lacking, key=DEVICES.index))
-    return (f'!!! note "Not yet recorded on {missing}"\n\n    The outputs on this page were recorded on '
+    return (f'??? note "Not yet recorded on {missing}"\n\n    The outputs on this page were recorded on '
             f"{' and '.join(LABELS[d] for d in DEVICES if d not in page.lacking)} only. A {missing} record is "
             f"made on a machine that has one; [Reproduce]({reproduce}) says how. The text about {missing} "
             f"appears once that record exists.\n\n")

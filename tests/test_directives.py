@@ -277,7 +277,7 @@ def test_output_tabs_only_recorded_devices_and_the_page_notes_what_it_lacks(tree
     assert "    on the cpu" in text
     assert state.lacking == {"cuda"}
     note = directives.lacking_note(state)
-    assert note.startswith('!!! note "Not yet recorded on CUDA"') and "recorded on CPU only" in note
+    assert note.startswith('??? note "Not yet recorded on CUDA"') and "recorded on CPU only" in note
 
 
 def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):

@@ -132,3 +132,27 @@ def test_every_internal_link_and_anchor_resolves(site):
                 if unquote(parts.fragment) not in ids:
                     broken.append(f"{page.relative_to(out)}: {link} (no such anchor)")
     assert not broken, "broken links:\n" + "\n".join(sorted(set(broken)))
+
+
+PAGES = sorted(p for p in (records.ROOT / "docs").rglob("*.md") if "outputs" not in p.parts)
+CUDA_BLOCK = re.compile(r"<!--\s*md:recorded\s[^>]*device=cuda[^>]*-->(.*?)<!--\s*md:end\s*-->", re.S)
+OUTPUT = re.compile(r"<!--\s*md:output\s+(\S+?\.py):(\S+?)(?:\s[^>]*)?-->")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(records.ROOT / "docs").as_posix() for p in PAGES])
+def test_the_missing_gpu_is_quiet(page):
+    """At most one note per section about a CUDA record that does not exist yet, and no output shown on a
+    page that says only that there is no GPU."""
+    from scripts import directives
+
+    text = "".join(part for is_code, part in directives.fenced_segments(page.read_text()) if not is_code)
+    problems = []
+    for section in re.split(r"^#{1,2} ", text, flags=re.M):
+        notes = [block for block in CUDA_BLOCK.findall(section) if re.search(r"<!--\s*md:else\s*-->", block)]
+        if len(notes) > 1:
+            problems.append(f"{len(notes)} notes about a missing CUDA record in '{section.splitlines()[0]}'")
+    for snippet, name in OUTPUT.findall(text):
+        lines = [line for line in records.record(snippet, "cpu").section(name).splitlines() if line.strip()]
+        if lines and all(line.startswith("no GPU") for line in lines):
+            problems.append(f"the output of {snippet}:{name} says only that there is no GPU")
+    assert not problems, "\n".join(problems)
