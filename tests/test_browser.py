@@ -325,7 +325,9 @@ OPEN_SHADOW_ROOTS = """Element.prototype.attachShadow = (original => function (o
   return original.call(this, Object.assign({}, options, {mode: 'open'})); })(Element.prototype.attachShadow);"""
 MEASURE_PAGE = """() => {
   const article = document.querySelector('article.md-content__inner');
-  const shown = e => e.offsetParent !== null && e.getBoundingClientRect().height > 0;
+  // A closed <details> keeps its content laid out in Chromium (content-visibility: hidden), so ask twice.
+  const shown = e => e.offsetParent !== null && e.getBoundingClientRect().height > 0 &&
+    !e.closest('details:not([open])');
   const code = Array.from(article.querySelectorAll('div.highlight, .jp-Cell pre'))
     .filter(e => shown(e) && !e.parentElement.closest('div.highlight'))
     .reduce((sum, e) => sum + e.getBoundingClientRect().height, 0);
