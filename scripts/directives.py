@@ -39,6 +39,12 @@ content under .cache/figures/.
     <!-- md:records -->
         A table of every snippet's record on each device: state, date, hardware, versions.
 
+    <!-- md:explorer SNIPPET KERNEL -->
+        A compiler explorer for one kernel of a line-map record (snippets/gpu_code/line_maps.py): the
+        kernel's Python beside each compiler stage of the chosen target, lines linked by the compilers' own
+        source locations (docs/assets/javascripts/explorer.js highlights them), and a table of what each
+        source line cost in SASS per target. In the notebook: the table of one target.
+
 Any directive may run over several lines (a long caption), but never past its own "-->". A block
 directive (output, figure, records, and the md:recorded markers) stands alone on its lines; value, compare
 and hardware sit inside a sentence. An unknown directive or option, a missing snippet, section, key or
@@ -90,6 +96,7 @@ SPECS = {
     "output": Spec("block", ("SNIPPET[:SECTION]",), ("lang",)),
     "figure": Spec("block", ("SNIPPET", "NAME"), FIGURE),
     "records": Spec("block", ()),
+    "explorer": Spec("block", ("SNIPPET", "KERNEL")),
     "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no")),
     "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device",)),
     "hardware": Spec("inline", ("SNIPPET",), ("device",)),
@@ -440,6 +447,77 @@ def render_records(d: Directive, page: Page) -> str:
     return "\n".join(rows) + "\n"
 
 
+EXPLORER_STAGES = ("TTIR", "TTGIR", "LLVM IR", "PTX", "SASS")
+EXPLORER_GPUS = {"sm_80": "A100", "sm_90": "H100", "sm_100": "B200"}  # a generation each, by its best-known part
+
+
+def cost_rows(kernel: dict, target: str) -> list[tuple[int, str, dict]]:
+    """(line, code, SASS counts) for each line of the kernel that holds code, and one row for SASS that
+    carries no line of the kernel."""
+    costs = kernel["targets"][target]["cost"]
+    rows = [(line, kernel["source"][line - kernel["first_line"]].split("  #")[0].strip(), costs.get(str(line), {}))
+            for line in kernel["code_lines"]]
+    others = {}
+    for line, counts in costs.items():
+        if line == "None" or int(line) not in kernel["code_lines"]:
+            for kind, count in counts.items():
+                others[kind] = others.get(kind, 0) + count
+    return rows + ([(0, "the def line, and SASS with no source line", others)] if others else [])
+
+
+def render_explorer(d: Directive, page: Page) -> str:
+    snippet, name = d.args
+    record = page.recorded(snippet)[0]
+    kernels = record.value("maps")
+    if name not in kernels:
+        raise DirectiveError(f"the record of {snippet} maps no kernel '{name}' (it maps {', '.join(kernels)})")
+    kernel = kernels[name]
+    targets = list(kernel["targets"])
+    default = "sm_90" if "sm_90" in targets else targets[0]
+    header = ("| Line | Code | SASS | Memory | Tensor core | Other |", "|---:|---|---:|---:|---:|---:|")
+
+    def table_rows(target: str) -> list[tuple[str, ...]]:
+        return [(str(line) if line else "", code, *(str(counts.get(k, 0)) for k in ("sass", "memory", "tensor", "other")))
+                for line, code, counts in cost_rows(kernel, target)]
+
+    if page.target == NOTEBOOK:
+        rows = [f"| {' | '.join(cells[:1] + (f'`{cells[1]}`' if cells[0] else cells[1],) + cells[2:])} |"
+                for cells in table_rows(default)]
+        return (f"What each line of `{name}` cost in SASS for {default} ({record.results['label']}); "
+                "the site's page links every line to its lines in each stage.\n\n" + "\n".join(header + tuple(rows)) + "\n")
+    base = page.link(f"{records.site_path(snippet, record.device)}/{records.FILES}/")
+    linked = [kernel["first_line"] + offset for offset, text in enumerate(kernel["source"])
+              if text.strip() and not text.lstrip().startswith(("#", "@"))]  # the def's lines too: the prologue
+    hues = {line: (index * 137) % 360 for index, line in enumerate(linked)}
+    source = []
+    for offset, text in enumerate(kernel["source"]):
+        line = kernel["first_line"] + offset
+        attrs = f' data-src="{line}" style="--mlc-x-hue: {hues[line]}"' if line in hues else ""
+        source.append(f'<span class="mlc-x-line"{attrs}><span class="mlc-x-no">{line}</span>'
+                      f"{html.escape(text) or ' '}</span>")
+    buttons = "".join(f'<button type="button" data-target="{t}" aria-pressed="{str(t == default).lower()}">'
+                      f"{t} ({EXPLORER_GPUS.get(t, t)})</button>" for t in targets)
+    panes = "".join(f'<div class="mlc-x-pane" data-stage="{stage}"><p class="mlc-x-title">{stage}</p>'
+                    f'<pre tabindex="0" aria-label="{stage}, lines linked to the source"><code>'
+                    f"the {stage} of the chosen target loads here (it needs JavaScript); the files are in the "
+                    f"record</code></pre></div>" for stage in EXPLORER_STAGES)
+    tables = []
+    for t in targets:
+        body = "".join("<tr>" + "".join(f"<td><code>{html.escape(c)}</code></td>" if i == 1 and cells[0] else
+                                        f"<td>{html.escape(c)}</td>" for i, c in enumerate(cells)) + "</tr>"
+                       for cells in table_rows(t))
+        heads = "".join(f"<th>{h.strip()}</th>" for h in header[0].strip("|").split("|"))
+        tables.append(f'<div class="mlc-x-cost" data-target="{t}"{"" if t == default else " hidden"}>'
+                      f"<table><caption>What each line cost in SASS for {t}</caption><thead><tr>{heads}</tr>"
+                      f"</thead><tbody>{body}</tbody></table></div>")
+    return (f'<div class="mlc-explorer" data-files="{html.escape(base)}" data-kernel="{html.escape(name)}" '
+            f'data-stages="{" ".join(s.replace(" ", "_") for s in EXPLORER_STAGES)}">'
+            f'<div class="mlc-x-targets" role="group" aria-label="Target GPU">{buttons}</div>'
+            f'<div class="mlc-x-grid"><div class="mlc-x-pane mlc-x-source"><p class="mlc-x-title">Python</p>'
+            f'<pre><code>{"".join(source)}</code></pre></div>{panes}</div>{"".join(tables)}'
+            f"</div>\n\n{provenance(page, record)}\n")
+
+
 # -------------------------------------------------------------------------------------------- the inlines
 
 
@@ -527,7 +605,7 @@ def render_hardware(d: Directive, page: Page) -> str:
 
 
 RENDER = {"output": render_output, "figure": render_figure, "records": render_records,
-          "value": render_value, "compare": render_compare, "hardware": render_hardware}
+          "explorer": render_explorer, "value": render_value, "compare": render_compare, "hardware": render_hardware}
 
 
 # --------------------------------------------------------------------------------------------- expanding

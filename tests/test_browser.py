@@ -229,8 +229,9 @@ def test_search_lands_on_a_chapter(server, browser, query):
 
 def code_overflow(page) -> list[str]:
     """Code blocks that scroll sideways at the current width, beyond the allowance."""
-    return [f"code scrolls sideways: {w}" for w in page.evaluate(
+    return [f"code scrolls sideways: {w}" for w in page.evaluate(  # the explorer's panes scroll both ways
         """allowance => Array.from(document.querySelectorAll('.md-content pre > code'))
+             .filter(c => !c.closest('.mlc-explorer'))
              .filter(c => c.scrollWidth - c.clientWidth > allowance)
              .map(c => (c.scrollWidth - c.clientWidth) + 'px over: ' +
                   c.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 90))""",
@@ -318,6 +319,43 @@ def test_the_large_libraries_load_only_where_they_are_used(server, browser, path
     if not mermaid:
         total = sum(size for _, size in scripts)
         assert total <= 2_000_000, f"{total:,} bytes of JavaScript on {path or 'home'}: {scripts}"
+
+
+def test_the_explorer_links_a_line_to_every_stage(server, browser):
+    """Focusing the tl.dot line of the matmul lights lines in every stage, the target's tensor-core
+    instruction among the SASS; a stage line, reached from the keyboard, lights its Python line; on a phone
+    the stages stack in one column."""
+    base, _ = server
+    context, page, watch = open_page(browser, base, "dissecting/triton/")
+    explorer = page.locator(".mlc-explorer").first
+    lit = """e => Array.from(e.querySelectorAll('.mlc-x-pane'))
+               .map(p => [p.dataset.stage || 'Python', p.querySelectorAll('.mlc-x-line.is-hl').length])"""
+    found = {}
+    for target, instruction in (("sm_90", "HGMMA"), ("sm_80", "HMMA"), ("sm_100", "UTCHMMA")):
+        explorer.locator(f'button[data-target="{target}"]').click()
+        page.wait_for_function(f"document.querySelector('.mlc-explorer').dataset.loaded === '{target}'")
+        explorer.locator(".mlc-x-source .mlc-x-line[data-src]", has_text="tl.dot(").focus()
+        found[target] = dict(explorer.evaluate(lit))
+        sass = explorer.locator('.mlc-x-pane[data-stage="SASS"] .mlc-x-line.is-hl').all_inner_texts()
+        assert any(instruction in line for line in sass), f"{target}: no {instruction} on the tl.dot line"
+    page.mouse.move(0, 0)  # a line under a resting pointer would take the highlight as the pane scrolls
+    explorer.locator('.mlc-x-pane[data-stage="PTX"] pre').focus()
+    current = explorer.locator('.mlc-x-pane[data-stage="PTX"] .mlc-x-line.is-current')
+    source = None
+    for _ in range(200):  # down to the first PTX line that carries a source line
+        page.keyboard.press("ArrowDown")
+        source = current.get_attribute("data-src")
+        if source:
+            break
+    python = [line.get_attribute("data-src") for line in explorer.locator(".mlc-x-source .mlc-x-line.is-hl").all()]
+    page.set_viewport_size({"width": 390, "height": 844})
+    lefts = {round(box["x"]) for box in (pane.bounding_box() for pane in explorer.locator(".mlc-x-pane").all())}
+    context.close()
+    for target, counts in found.items():
+        assert counts["Python"] == 1 and all(counts[stage] > 0 for stage in counts), (target, counts)
+    assert source and python == [source], f"PTX line of source line {source} lit Python lines {python}"
+    assert len(lefts) == 1, f"the explorer's panes sit side by side on a phone: {sorted(lefts)}"
+    assert not watch.problems, watch.problems
 
 
 # Material draws each Mermaid diagram in a closed shadow root; the measuring page opens them to read the text.

@@ -1,0 +1,98 @@
+// The compiler explorer (md:explorer in scripts/directives.py): for the chosen target, each stage's lines
+// are fetched from the record (one file per stage, each line "source line<TAB>text"), and hovering or
+// focusing a line highlights every line, in every stage and in the Python, that carries the same source line.
+(function () {
+  function lineElement(src, text) {
+    var span = document.createElement("span");
+    span.className = "mlc-x-line";
+    span.textContent = text || " ";
+    if (src !== "-") span.dataset.src = src;
+    return span;
+  }
+
+  function highlight(explorer, src) {
+    explorer.querySelectorAll(".mlc-x-line.is-hl").forEach(function (e) { e.classList.remove("is-hl"); });
+    if (!src) return;
+    explorer.querySelectorAll('.mlc-x-line[data-src="' + src + '"]').forEach(function (e) {
+      e.classList.add("is-hl");
+    });
+    // Bring the first linked line of each stage into its own pane's view, without scrolling the page.
+    explorer.querySelectorAll(".mlc-x-pane:not(.mlc-x-source) pre").forEach(function (pre) {
+      var first = pre.querySelector(".is-hl");
+      if (first) pre.scrollTop = first.offsetTop - pre.clientHeight / 3;  // pre is positioned: the offset is in it
+    });
+  }
+
+  function hues(explorer) {
+    var found = {};
+    explorer.querySelectorAll(".mlc-x-source .mlc-x-line[data-src]").forEach(function (e) {
+      found[e.dataset.src] = e.style.getPropertyValue("--mlc-x-hue");
+    });
+    return found;
+  }
+
+  function load(explorer, target) {
+    var colour = hues(explorer);
+    explorer.querySelectorAll(".mlc-x-targets button").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.dataset.target === target));
+    });
+    explorer.querySelectorAll(".mlc-x-cost").forEach(function (t) { t.hidden = t.dataset.target !== target; });
+    explorer.dataset.loaded = "";
+    var stages = explorer.dataset.stages.split(" ");
+    return Promise.all(stages.map(function (stage) {
+      var url = explorer.dataset.files + explorer.dataset.kernel + "." + target + "." + stage + ".txt";
+      var code = explorer.querySelector('.mlc-x-pane[data-stage="' + stage.replace("_", " ") + '"] code');
+      return fetch(url).then(function (r) {
+        if (!r.ok) throw new Error(r.status + " " + url);
+        return r.text();
+      }).then(function (text) {
+        var lines = document.createDocumentFragment();
+        text.replace(/\n$/, "").split("\n").forEach(function (row) {
+          var tab = row.indexOf("\t");
+          var span = lineElement(row.slice(0, tab), row.slice(tab + 1));
+          if (span.dataset.src && colour[span.dataset.src]) span.style.setProperty("--mlc-x-hue", colour[span.dataset.src]);
+          lines.appendChild(span);
+        });
+        code.replaceChildren(lines);
+        code.parentElement.querySelectorAll(".mlc-x-line").forEach(function (e, i) { e.dataset.i = i; });
+      }).catch(function (error) {
+        code.textContent = "could not load " + url + ": " + error.message;
+      });
+    })).then(function () { explorer.dataset.loaded = target; });
+  }
+
+  function step(pre, by) {  // Up and Down move the linked line inside a focused pane
+    var lines = pre.querySelectorAll(".mlc-x-line");
+    if (!lines.length) return;
+    var at = Number(pre.dataset.at || -1) + by;
+    at = Math.max(0, Math.min(lines.length - 1, at));
+    pre.dataset.at = at;
+    pre.querySelectorAll(".is-current").forEach(function (e) { e.classList.remove("is-current"); });
+    lines[at].classList.add("is-current");
+    lines[at].scrollIntoView({block: "nearest"});
+    return lines[at];
+  }
+
+  document.querySelectorAll(".mlc-explorer").forEach(function (explorer) {
+    var pressed = explorer.querySelector('.mlc-x-targets button[aria-pressed="true"]');
+    explorer.querySelector(".mlc-x-source").querySelectorAll(".mlc-x-line[data-src]").forEach(function (e) {
+      e.tabIndex = 0;
+      e.addEventListener("focus", function () { highlight(explorer, e.dataset.src); });
+    });
+    explorer.addEventListener("mouseover", function (event) {
+      var line = event.target.closest(".mlc-x-line");
+      if (line) highlight(explorer, line.dataset.src);
+    });
+    explorer.addEventListener("keydown", function (event) {
+      var pre = event.target.closest(".mlc-x-pane:not(.mlc-x-source) pre");
+      if (!pre || (event.key !== "ArrowDown" && event.key !== "ArrowUp")) return;
+      event.preventDefault();
+      var line = step(pre, event.key === "ArrowDown" ? 1 : -1);
+      if (line) highlight(explorer, line.dataset.src);
+    });
+    explorer.querySelectorAll(".mlc-x-targets button").forEach(function (b) {
+      b.addEventListener("click", function () { load(explorer, b.dataset.target); });
+    });
+    load(explorer, pressed ? pressed.dataset.target : explorer.querySelector(".mlc-x-targets button").dataset.target);
+  });
+})();
