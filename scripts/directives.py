@@ -480,10 +480,11 @@ def render_explorer(d: Directive, page: Page) -> str:
         return [(str(line) if line else "", code, *(str(counts.get(k, 0)) for k in ("sass", "memory", "tensor", "other")))
                 for line, code, counts in cost_rows(kernel, target)]
 
+    label = kernel.get("label") or record.results["label"]  # how the stages were made: never run
     if page.target == NOTEBOOK:
         rows = [f"| {' | '.join(cells[:1] + (f'`{cells[1]}`' if cells[0] else cells[1],) + cells[2:])} |"
                 for cells in table_rows(default)]
-        return (f"What each line of `{name}` cost in SASS for {default} ({record.results['label']}); "
+        return (f"What each line of `{name}` cost in SASS for {default} ({label}); "
                 "the site's page links every line to its lines in each stage.\n\n" + "\n".join(header + tuple(rows)) + "\n")
     base = page.link(f"{records.site_path(snippet, record.device)}/{records.FILES}/")
     linked = [kernel["first_line"] + offset for offset, text in enumerate(kernel["source"])
@@ -510,10 +511,21 @@ def render_explorer(d: Directive, page: Page) -> str:
         tables.append(f'<div class="mlc-x-cost" data-target="{t}"{"" if t == default else " hidden"}>'
                       f"<table><caption>What each line cost in SASS for {t}</caption><thead><tr>{heads}</tr>"
                       f"</thead><tbody>{body}</tbody></table></div>")
+    chain = ""
+    if "chain" in kernel:  # an Inductor kernel: where its lines came from, one step further back
+        c = kernel["chain"]
+        steps = [f"line {c['user_line']} of <code>snippets/{html.escape(snippet)}</code>: "
+                 f"<code>{html.escape(c['user_code'])}</code>",
+                 "the graph's nodes " + ", ".join(f"<code>{html.escape(n)}</code>" for n in c["fx_nodes"])
+                 + " (" + ", ".join(f"<code>{html.escape(a)}</code>" for a in c["aten"]) + ")",
+                 f"{len(c['buffers'])} scheduler node{'s' if len(c['buffers']) != 1 else ''}, writing "
+                 + ", ".join(f"<code>{html.escape(b)}</code>" for node in c["buffers"] for b in node),
+                 f"the kernel <code>{html.escape(name)}</code>, below, and its stages"]
+        chain = '<ul class="mlc-x-chain">' + "".join(f"<li>{step}</li>" for step in steps) + "</ul>"
     return (f'<div class="mlc-explorer" data-files="{html.escape(base)}" data-kernel="{html.escape(name)}" '
             f'data-stages="{" ".join(s.replace(" ", "_") for s in EXPLORER_STAGES)}">'
-            f'<div class="mlc-x-targets" role="group" aria-label="Target GPU">{buttons}</div>'
-            f'<div class="mlc-x-grid"><div class="mlc-x-pane mlc-x-source"><p class="mlc-x-title">Python</p>'
+            f'{chain}<div class="mlc-x-targets" role="group" aria-label="Target GPU">{buttons}</div>'
+            f'<p class="mlc-caption">{html.escape(label[:1].upper() + label[1:])}.</p><div class="mlc-x-grid"><div class="mlc-x-pane mlc-x-source"><p class="mlc-x-title">Python</p>'
             f'<pre><code>{"".join(source)}</code></pre></div>{panes}</div>{"".join(tables)}'
             f"</div>\n\n{provenance(page, record)}\n")
 

@@ -9,13 +9,21 @@ code exists, before anything would need a GPU. That path uses Inductor's private
 internals and may break with any torch release: the snippet then prints why and goes on.
 """
 
+import ast
 import contextlib
+import importlib.util
+import inspect
+import linecache
+import os
 import re
+import subprocess
 import types
 import warnings
+from collections import Counter
 from unittest import mock
 
 import torch
+import triton
 from torch._inductor.compile_fx import compile_fx
 from torch._inductor.graph import GraphLowering
 from torch._inductor.virtualized import V
@@ -134,6 +142,7 @@ def generate(fn, shapes, dtype):
                           getattr(node.node, "python_kernel_name", None),
                           node.get_read_write_buffers_sizes())
                          for node in V.graph.scheduler.nodes]
+        seen["buffers"] = [sorted(node.get_buffer_names()) for node in V.graph.scheduler.nodes]
         if device != "cuda":
             raise CodeWritten  # no GPU: stop before Triton compiles it for one
 
@@ -201,6 +210,7 @@ try:
             "sources": {k: kernel_source(code, k) for k in kernels},
             "file": f"{name}.output_code.py",
             "max_error": seen.get("max_error"),
+            "buffers": seen["buffers"],
         }
     generated["available"] = True
 except Exception as error:  # the private path broke: say why, keep going
@@ -272,3 +282,255 @@ if generated["available"]:
 else:
     unavailable()
 # --8<-- [end:matmul_softmax]
+
+
+# The activation's kernel, followed from its source line down to SASS. Triton
+# compiles it for three targets like any kernel, and each stage's lines are mapped
+# to the kernel's lines by their own locations, with the readers of
+# gpu_code/line_maps.py. The kernel's source is compiled under its own name.
+HERE = "inductor_kernel.py"
+
+
+def mlir_lines(ir):
+    """TTIR, TTGIR: an op ends in loc(#locN); #locN is defined at the bottom,
+    as "file":line:col, as a name wrapping another #loc, or, for an inlined
+    @triton.jit helper, as callsite(#callee at #caller)."""
+    defs = dict(re.findall(r"^#(loc\d*) = loc\((.*)\)$", ir, re.M))
+
+    def line_of(ref, depth=0):
+        body = defs.get(ref, "")
+        place = re.fullmatch(r'"([^"]*)":(\d+):\d+', body)
+        if place:
+            return int(place.group(2)) or None if place.group(1).endswith(HERE) else None
+        inner = re.findall(r"#(loc\d*)", body)  # a callsite: the callee, then the caller
+        for found in inner if depth < 16 else []:
+            line = line_of(found, depth + 1)
+            if line:
+                return line
+        return None
+
+    pairs = []
+    for text in ir.splitlines():
+        if not text.strip() or text.startswith("#loc"):
+            continue
+        ref = re.search(r"loc\(#(loc\d*)\)\s*$", text)
+        pairs.append((line_of(ref.group(1)) if ref else None,
+                      re.sub(r"\s*loc\(#loc\d*\)\s*$", "", text)))
+    return pairs
+
+
+def llvm_lines(ir):
+    """LLVM IR: an instruction ends in !dbg !N, and !N = !DILocation(line: L,
+    scope: !S); the scope leads to the file, and an inlined helper's location
+    to its call site (inlinedAt). Only the kernel's body is kept."""
+    meta = dict(re.findall(r"^!(\d+) = (.*)$", ir, re.M))
+
+    def file_of(ref, depth=0):
+        body = meta.get(ref, "")
+        name = re.search(r'filename: "([^"]*)"', body)
+        if name:
+            return name.group(1)
+        # A lexical block names its own file: an inlined helper's block, another file.
+        scope = re.search(r"file: !(\d+)", body) or re.search(r"scope: !(\d+)", body)
+        return file_of(scope.group(1), depth + 1) if scope and depth < 16 else ""
+
+    def line_of(ref, depth=0):
+        body = meta.get(ref, "")
+        line = re.search(r"line: (\d+)", body)
+        scope = re.search(r"scope: !(\d+)", body)
+        if line and scope and file_of(scope.group(1)).endswith(HERE):
+            return int(line.group(1)) or None  # line 0: made by the compiler
+        caller = re.search(r"inlinedAt: !(\d+)", body)
+        return line_of(caller.group(1), depth + 1) if caller and depth < 16 else None
+
+    body = ir[ir.index("\ndefine ") + 1:]
+    body = body[:body.index("\n}\n") + 2]
+    pairs = []
+    for text in body.splitlines():
+        ref = re.search(r"!dbg !(\d+)", text)
+        pairs.append((line_of(ref.group(1)) if ref else None,
+                      re.sub(r", !dbg !\d+", "", text)))
+    return pairs
+
+
+def ptx_lines(ptx):
+    """PTX: a `.loc file line column` directive holds for what follows it (an
+    inlined helper's lines name the helper's file, with no call site); the
+    debug sections at the end are dropped."""
+    files = {number: name for number, name in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', ptx, re.M)}
+    pairs, line = [], None
+    for text in ptx[:ptx.find("\t.section\t.debug")].splitlines():
+        loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)\s+\d+", text)
+        if loc:
+            line = int(loc.group(2)) or None if files.get(loc.group(1), "").endswith(HERE) else None
+        elif text.strip() and not text.lstrip().startswith(("//", ".file")):
+            pairs.append((line, text.rstrip()))
+    return pairs
+
+
+NVDISASM = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "nvdisasm")
+
+
+def sass_lines(cubin):
+    """SASS: nvdisasm -g prints `//## File "...", line L` before the
+    instructions that came from line L."""
+    with open(os.memfd_create("cubin"), "w+b") as file:  # a file in memory
+        file.write(cubin)
+        file.flush()
+        done = subprocess.run([NVDISASM, "-g", "-c", f"/proc/self/fd/{file.fileno()}"],
+                              capture_output=True, text=True, check=True, pass_fds=(file.fileno(),))
+    pairs, line = [], None
+    for text in done.stdout.splitlines():
+        where = re.match(r'\s*//## File "([^"]*)", line (\d+)', text)
+        op = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$", text)
+        if where:
+            line = int(where.group(2)) or None if where.group(1).endswith(HERE) else None
+        elif op:
+            pairs.append((line, f"/*{op.group(1)}*/ {op.group(2)}"))
+    return pairs
+
+
+MEMORY = re.compile(r"^(?:@!?U?P\w+\s+)?(LDG|STG|LDS|STS|LDL|STL|LDSM|STSM|LDGSTS|"
+                    r"UTMALDG|UTMASTG|UBLKCP|ATOM|ATOMS|ATOMG|RED|LD|ST)\b")
+TENSOR = re.compile(r"^(?:@!?U?P\w+\s+)?(HMMA|HGMMA|IMMA|QGMMA|UTC\w*MMA)\b")
+
+
+def cost(sass):
+    per_line = {}
+    for line, text in sass:
+        op = text.split("*/", 1)[1].strip()
+        kind = "tensor" if TENSOR.match(op) else "memory" if MEMORY.match(op) else "other"
+        counts = per_line.setdefault(str(line), Counter())
+        counts[kind] += 1
+        counts["sass"] += 1
+    return {line: dict(counts) for line, counts in per_line.items()}
+
+
+def code_lines(fn):
+    """The file's line numbers of the kernel's statements (a loop: its header)."""
+    source, first = inspect.getsourcelines(fn)
+    tree = ast.parse("".join(source))  # a kernel defined at the top level
+    found = set()
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.stmt) and node is not tree.body[0]:
+            body = getattr(node, "body", None)
+            last = body[0].lineno - 1 if body else node.end_lineno
+            found.update(range(node.lineno, last + 1))
+    return sorted(first + line - 1 for line in found)
+
+
+@contextlib.contextmanager
+def compiler_view():
+    """Triton's own @triton.jit helpers as the compiler needs them: under
+    TRITON_INTERPRET=1 each was replaced by the interpreter's wrapper at import,
+    which the compiler cannot call (tl.zeros, used by Inductor's helpers)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, {"TRITON_INTERPRET": "0"}))
+        for module in (triton.language, triton.language.standard, triton.language.math):
+            for name, value in list(vars(module).items()):
+                if isinstance(value, InterpretedFunction):
+                    stack.enter_context(mock.patch.object(module, name, JITFunction(value.fn)))
+        yield
+
+
+def load_kernel(source, name):
+    """Define one of Inductor's @triton.jit kernels from its source, as its file
+    would, with a fresh copy of Inductor's helpers (made in compiler_view)."""
+    spec = importlib.util.find_spec("torch._inductor.runtime.triton_helpers")
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    namespace = {"triton": triton, "tl": triton.language, "triton_helpers": helpers,
+                 "libdevice": helpers.libdevice, "tl_math": helpers.math}
+    text = source + "\n"
+    linecache.cache[HERE] = (len(text), None, text.splitlines(True), HERE)
+    exec(compile(text, HERE, "exec"), namespace)
+    return namespace[name]
+
+
+# --8<-- [start:line_map]
+def kernel_map(name, code, user_fn):
+    """Line maps of Inductor's kernel `name` for sm_80, sm_90 and sm_100, and the
+    chain from the user's source line to the kernel."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    meta = code.split(f"async_compile.triton('{name}'", 1)[1]
+    # The kernel's signature and alignment hints, as Inductor wrote them.
+    signature = ast.literal_eval(re.search(r"'signature': (\{[^}]*\})", meta).group(1))
+    hints = ast.literal_eval(re.search(r"'configs': \[(\{.*?\})\]", meta).group(1))
+    found = {"targets": {}, "files": {}}
+    with compiler_view():
+        kernel = load_kernel(kernel_source(code, name), name)
+        source, first = inspect.getsourcelines(kernel.fn)
+        found.update(first_line=first, source=[s.rstrip("\n") for s in source],
+                     code_lines=code_lines(kernel.fn))
+        for cc, target in {80: "sm_80", 90: "sm_90", 100: "sm_100"}.items():
+            # XBLOCK = 1024 and 4 warps here; on a GPU Inductor picks them at launch.
+            compiled = triton.compile(
+                ASTSource(fn=kernel, signature=signature, constexprs={"XBLOCK": 1024},
+                          attrs=hints),
+                target=GPUTarget("cuda", cc, 32), options={"num_warps": 4})
+            stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
+                      "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+                      "LLVM IR": llvm_lines(compiled.asm["llir"]),
+                      "PTX": ptx_lines(compiled.asm["ptx"]),
+                      "SASS": sass_lines(compiled.asm["cubin"])}
+            found["targets"][target] = {
+                "lines": {stage: len(pairs) for stage, pairs in stages.items()},
+                "unmapped": {stage: sum(line is None for line, _ in pairs)
+                             for stage, pairs in stages.items()},
+                "sources": {stage: sorted({line for line, _ in pairs if line})
+                            for stage, pairs in stages.items()},
+                "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
+                                     / len(stages["SASS"]),
+                "cost": cost(stages["SASS"]),
+            }
+            for stage, pairs in stages.items():
+                found["files"][f"{name}.{target}.{stage.replace(' ', '_')}.txt"] = "".join(
+                    f"{line or '-'}\t{text}\n" for line, text in pairs)
+    # One step further back: the comment above the kernel names the graph's nodes
+    # and ATen ops it computes; the user's line is where those nodes came from.
+    nodes, aten = re.search(r"# Topologically Sorted Source Nodes: \[(.*?)\], "
+                            r"Original ATen: \[(.*?)\]", code).groups()
+    user_source, user_first = inspect.getsourcelines(user_fn)
+    (user_line,) = [user_first + i for i, s in enumerate(user_source) if "return" in s]
+    found["chain"] = {"user_line": user_line,
+                      "user_code": user_source[user_line - user_first].strip(),
+                      "fx_nodes": nodes.split(", "), "aten": aten.split(", ")}
+    return found
+
+
+maps = {}
+if generated["available"]:
+    try:
+        (kernel,) = generated["complex_activation"]["kernels"]
+        maps[kernel] = kernel_map(kernel, output_code["complex_activation"],
+                                  complex_activation)
+        where = ("on a machine without a GPU" if device != "cuda" else
+                 f"on a machine with an {torch.cuda.get_device_name()}")
+        maps[kernel]["label"] = f"compiled by Triton for each target {where}; never run"
+        chain = maps[kernel]["chain"]
+        chain["buffers"] = generated["complex_activation"]["buffers"]
+        print(f"line {chain['user_line']}: {chain['user_code']}\n"
+              f"  -> graph nodes {', '.join(chain['fx_nodes'])}\n"
+              f"  -> scheduler node(s) writing {chain['buffers']}\n  -> {kernel}")
+        for target, map_ in maps[kernel]["targets"].items():
+            print(f"{target}: {map_['lines']['SASS']} SASS lines, "
+                  f"{map_['sass_mapped_share']:.0%} of them carry a line of the kernel")
+        print("kernel lines with no SASS of their own on sm_90:")
+        for line in maps[kernel]["code_lines"]:
+            if line not in maps[kernel]["targets"]["sm_90"]["sources"]["SASS"]:
+                print(f"  {line:>2}  {maps[kernel]['source'][line - maps[kernel]['first_line']].strip()}")
+    except Exception as error:  # a private path again: say why, keep going
+        maps = {}
+        print(f"no line map: {type(error).__name__}: {error}")
+else:
+    unavailable()
+# --8<-- [end:line_map]
+results["maps"] = {name: {k: v for k, v in found.items() if k != "files"}
+                   for name, found in maps.items()}
+results["files"].update({file: text for found in maps.values()
+                         for file, text in found["files"].items()})

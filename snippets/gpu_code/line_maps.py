@@ -112,7 +112,8 @@ HERE = os.path.basename(inspect.getsourcefile(matmul_bias_relu.fn))  # the kerne
 
 def mlir_lines(ir):
     """TTIR, TTGIR: an op ends in loc(#locN); #locN is defined at the bottom,
-    as "file":line:col or as a name wrapping another #loc."""
+    as "file":line:col, as a name wrapping another #loc, or, for an inlined
+    @triton.jit helper, as callsite(#callee at #caller)."""
     defs = dict(re.findall(r"^#(loc\d*) = loc\((.*)\)$", ir, re.M))
 
     def line_of(ref, depth=0):
@@ -120,8 +121,12 @@ def mlir_lines(ir):
         place = re.fullmatch(r'"([^"]*)":(\d+):\d+', body)
         if place:
             return int(place.group(2)) or None if place.group(1).endswith(HERE) else None
-        inner = re.search(r"#(loc\d*)", body)
-        return line_of(inner.group(1), depth + 1) if inner and depth < 16 else None
+        inner = re.findall(r"#(loc\d*)", body)  # a callsite: the callee, then the caller
+        for found in inner if depth < 16 else []:
+            line = line_of(found, depth + 1)
+            if line:
+                return line
+        return None
 
     pairs = []
     for text in ir.splitlines():
@@ -135,7 +140,8 @@ def mlir_lines(ir):
 
 def llvm_lines(ir):
     """LLVM IR: an instruction ends in !dbg !N, and !N = !DILocation(line: L,
-    scope: !S); the scope leads to the file. Only the kernel's body is kept."""
+    scope: !S); the scope leads to the file, and an inlined helper's location
+    to its call site (inlinedAt). Only the kernel's body is kept."""
     meta = dict(re.findall(r"^!(\d+) = (.*)$", ir, re.M))
 
     def file_of(ref, depth=0):
@@ -143,16 +149,18 @@ def llvm_lines(ir):
         name = re.search(r'filename: "([^"]*)"', body)
         if name:
             return name.group(1)
-        scope = re.search(r"(?:scope|file): !(\d+)", body)
+        # A lexical block names its own file: an inlined helper's block, another file.
+        scope = re.search(r"file: !(\d+)", body) or re.search(r"scope: !(\d+)", body)
         return file_of(scope.group(1), depth + 1) if scope and depth < 16 else ""
 
-    def line_of(ref):
+    def line_of(ref, depth=0):
         body = meta.get(ref, "")
         line = re.search(r"line: (\d+)", body)
         scope = re.search(r"scope: !(\d+)", body)
         if line and scope and file_of(scope.group(1)).endswith(HERE):
             return int(line.group(1)) or None  # line 0: made by the compiler
-        return None
+        caller = re.search(r"inlinedAt: !(\d+)", body)
+        return line_of(caller.group(1), depth + 1) if caller and depth < 16 else None
 
     body = ir[ir.index("\ndefine ") + 1:]
     body = body[:body.index("\n}\n") + 2]
@@ -165,7 +173,8 @@ def llvm_lines(ir):
 
 
 def ptx_lines(ptx):
-    """PTX: a `.loc file line column` directive holds for what follows it; the
+    """PTX: a `.loc file line column` directive holds for what follows it (an
+    inlined helper's lines name the helper's file, with no call site); the
     debug sections at the end are dropped."""
     files = {number: name for number, name in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', ptx, re.M)}
     pairs, line = [], None

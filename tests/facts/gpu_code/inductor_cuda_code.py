@@ -1,6 +1,8 @@
 """The check of snippets/gpu_code/inductor_cuda_code.py: what dissecting/inductor.md and dissecting/triton.md say
 about it, held on every record of it."""
 
+import re
+
 from facts import check, skip_unless_pinned
 
 
@@ -42,3 +44,40 @@ def _(record):
     if record.device == "cuda":
         for name in ("complex_activation", "linear_relu", "matmul_softmax"):
             assert generated[name]["max_error"] is not None
+    the_line_map(record)
+
+
+def the_line_map(record):
+    """inductor-cuda.md's explorer: the chain from the example's line to the kernel, and which lines of the
+    generated kernel lose their instructions at which stage."""
+    generated = record.results["inductor_cuda"]
+    maps = record.results["maps"]
+    if not maps:
+        skip_unless_pinned(record, record.section("line_map").strip())
+    (kernel,) = generated["complex_activation"]["kernels"]
+    found = maps[kernel]
+    chain = found["chain"]
+    assert chain["user_code"].startswith("return torch.relu(")
+    assert chain["fx_nodes"] == ["sin", "cos", "mul", "add", "mul_1", "relu"], chain["fx_nodes"]
+    assert len(chain["buffers"]) == 1, chain["buffers"]  # six nodes, one fused scheduler node
+    first, source = found["first_line"], found["source"]
+    code = {line: source[line - first].strip() for line in found["code_lines"]}
+    assert set(found["targets"]) == {"sm_80", "sm_90", "sm_100"}
+    for target, mapped in found["targets"].items():
+        silent = {stage: [code[line].split(" = ")[0] for line in code if line not in lines]
+                  for stage, lines in mapped["sources"].items()}
+        for stage, lines in mapped["sources"].items():
+            assert set(lines) <= set(range(first, first + len(source))), (target, stage)
+            text = record.file(f"{kernel}.{target}.{stage.replace(' ', '_')}.txt").read_text()
+            assert len(text.splitlines()) == mapped["lines"][stage]
+        # inductor-cuda.md: xnumel, xmask, x0 and tmp7 have no line in any stage; tmp8 (an inlined helper)
+        # keeps its call site down to LLVM IR and loses it from PTX on; tmp4's multiply has no SASS.
+        for stage in ("TTIR", "TTGIR", "LLVM IR"):
+            assert silent[stage] == ["xnumel", "xmask", "x0", "tmp7"], (target, stage, silent[stage])
+        assert silent["SASS"] == ["xnumel", "xmask", "x0", "tmp4", "tmp7", "tmp8"], (target, silent["SASS"])
+        assert "tmp8" in silent["PTX"] and ("tmp4" in silent["PTX"]) == (target != "sm_100"), silent["PTX"]
+        fma_line = next(line for line in code if code[line].startswith("tmp5 = "))
+        sass = record.file(f"{kernel}.{target}.SASS.txt").read_text()
+        # FFMA (FFMA2 on sm_100, two at a time)
+        assert any(row.startswith(f"{fma_line}\t") and re.search(r"\*/ FFMA2? ", row) for row in sass.splitlines())
+        assert 0.9 < mapped["sass_mapped_share"] < 1, mapped["sass_mapped_share"]
