@@ -477,7 +477,8 @@ def render_explorer(d: Directive, page: Page) -> str:
     header = ("| Line | Code | SASS | Memory | Tensor core | Other |", "|---:|---|---:|---:|---:|---:|")
 
     def table_rows(target: str) -> list[tuple[str, ...]]:
-        return [(str(line) if line else "", code, *(str(counts.get(k, 0)) for k in ("sass", "memory", "tensor", "other")))
+        kinds = ("sass", "memory", "tensor", "other")
+        return [(str(line) if line else "", code, *(str(counts.get(k, 0)) for k in kinds))
                 for line, code, counts in cost_rows(kernel, target)]
 
     label = kernel.get("label") or record.results["label"]  # how the stages were made: never run
@@ -485,7 +486,8 @@ def render_explorer(d: Directive, page: Page) -> str:
         rows = [f"| {' | '.join(cells[:1] + (f'`{cells[1]}`' if cells[0] else cells[1],) + cells[2:])} |"
                 for cells in table_rows(default)]
         return (f"What each line of `{name}` cost in SASS for {default} ({label}); "
-                "the site's page links every line to its lines in each stage.\n\n" + "\n".join(header + tuple(rows)) + "\n")
+                "the site's page links every line to its lines in each stage.\n\n"
+                + "\n".join(header + tuple(rows)) + "\n")
     base = page.link(f"{records.site_path(snippet, record.device)}/{records.FILES}/")
     linked = [kernel["first_line"] + offset for offset, text in enumerate(kernel["source"])
               if text.strip() and not text.lstrip().startswith(("#", "@"))]  # the def's lines too: the prologue
@@ -525,7 +527,8 @@ def render_explorer(d: Directive, page: Page) -> str:
     return (f'<div class="mlc-explorer" data-files="{html.escape(base)}" data-kernel="{html.escape(name)}" '
             f'data-stages="{" ".join(s.replace(" ", "_") for s in EXPLORER_STAGES)}">'
             f'{chain}<div class="mlc-x-targets" role="group" aria-label="Target GPU">{buttons}</div>'
-            f'<p class="mlc-caption">{html.escape(label[:1].upper() + label[1:])}.</p><div class="mlc-x-grid"><div class="mlc-x-pane mlc-x-source"><p class="mlc-x-title">Python</p>'
+            f'<p class="mlc-caption">{html.escape(label[:1].upper() + label[1:])}.</p>'
+            f'<div class="mlc-x-grid"><div class="mlc-x-pane mlc-x-source"><p class="mlc-x-title">Python</p>'
             f'<pre><code>{"".join(source)}</code></pre></div>{panes}</div>{"".join(tables)}'
             f"</div>\n\n{provenance(page, record)}\n")
 

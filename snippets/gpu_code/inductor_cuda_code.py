@@ -142,7 +142,8 @@ def generate(fn, shapes, dtype):
                           getattr(node.node, "python_kernel_name", None),
                           node.get_read_write_buffers_sizes())
                          for node in V.graph.scheduler.nodes]
-        seen["buffers"] = [sorted(node.get_buffer_names()) for node in V.graph.scheduler.nodes]
+        seen["buffers"] = [sorted(node.get_buffer_names())
+                           for node in V.graph.scheduler.nodes]
         if device != "cuda":
             raise CodeWritten  # no GPU: stop before Triton compiles it for one
 
@@ -301,8 +302,9 @@ def mlir_lines(ir):
         body = defs.get(ref, "")
         place = re.fullmatch(r'"([^"]*)":(\d+):\d+', body)
         if place:
-            return int(place.group(2)) or None if place.group(1).endswith(HERE) else None
-        inner = re.findall(r"#(loc\d*)", body)  # a callsite: the callee, then the caller
+            mine = place.group(1).endswith(HERE)
+            return int(place.group(2)) or None if mine else None
+        inner = re.findall(r"#(loc\d*)", body)  # callsite: the callee, the caller
         for found in inner if depth < 16 else []:
             line = line_of(found, depth + 1)
             if line:
@@ -357,18 +359,20 @@ def ptx_lines(ptx):
     """PTX: a `.loc file line column` directive holds for what follows it (an
     inlined helper's lines name the helper's file, with no call site); the
     debug sections at the end are dropped."""
-    files = {number: name for number, name in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', ptx, re.M)}
+    files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', ptx, re.M))
     pairs, line = [], None
     for text in ptx[:ptx.find("\t.section\t.debug")].splitlines():
         loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)\s+\d+", text)
         if loc:
-            line = int(loc.group(2)) or None if files.get(loc.group(1), "").endswith(HERE) else None
+            mine = files.get(loc.group(1), "").endswith(HERE)
+            line = int(loc.group(2)) or None if mine else None
         elif text.strip() and not text.lstrip().startswith(("//", ".file")):
             pairs.append((line, text.rstrip()))
     return pairs
 
 
-NVDISASM = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "nvdisasm")
+NVDISASM = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin",
+                        "nvdisasm")
 
 
 def sass_lines(cubin):
@@ -378,13 +382,15 @@ def sass_lines(cubin):
         file.write(cubin)
         file.flush()
         done = subprocess.run([NVDISASM, "-g", "-c", f"/proc/self/fd/{file.fileno()}"],
-                              capture_output=True, text=True, check=True, pass_fds=(file.fileno(),))
+                              capture_output=True, text=True, check=True,
+                              pass_fds=(file.fileno(),))
     pairs, line = [], None
     for text in done.stdout.splitlines():
         where = re.match(r'\s*//## File "([^"]*)", line (\d+)', text)
         op = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$", text)
         if where:
-            line = int(where.group(2)) or None if where.group(1).endswith(HERE) else None
+            mine = where.group(1).endswith(HERE)
+            line = int(where.group(2)) or None if mine else None
         elif op:
             pairs.append((line, f"/*{op.group(1)}*/ {op.group(2)}"))
     return pairs
@@ -399,7 +405,8 @@ def cost(sass):
     per_line = {}
     for line, text in sass:
         op = text.split("*/", 1)[1].strip()
-        kind = "tensor" if TENSOR.match(op) else "memory" if MEMORY.match(op) else "other"
+        kind = ("tensor" if TENSOR.match(op) else
+                "memory" if MEMORY.match(op) else "other")
         counts = per_line.setdefault(str(line), Counter())
         counts[kind] += 1
         counts["sass"] += 1
@@ -432,7 +439,8 @@ def compiler_view():
         for module in (triton.language, triton.language.standard, triton.language.math):
             for name, value in list(vars(module).items()):
                 if isinstance(value, InterpretedFunction):
-                    stack.enter_context(mock.patch.object(module, name, JITFunction(value.fn)))
+                    compiled = JITFunction(value.fn)
+                    stack.enter_context(mock.patch.object(module, name, compiled))
         yield
 
 
@@ -489,7 +497,8 @@ def kernel_map(name, code, user_fn):
                 "cost": cost(stages["SASS"]),
             }
             for stage, pairs in stages.items():
-                found["files"][f"{name}.{target}.{stage.replace(' ', '_')}.txt"] = "".join(
+                file = f"{name}.{target}.{stage.replace(' ', '_')}.txt"
+                found["files"][file] = "".join(
                     f"{line or '-'}\t{text}\n" for line, text in pairs)
     # One step further back: the comment above the kernel names the graph's nodes
     # and ATen ops it computes; the user's line is where those nodes came from.
@@ -523,7 +532,8 @@ if generated["available"]:
         print("kernel lines with no SASS of their own on sm_90:")
         for line in maps[kernel]["code_lines"]:
             if line not in maps[kernel]["targets"]["sm_90"]["sources"]["SASS"]:
-                print(f"  {line:>2}  {maps[kernel]['source'][line - maps[kernel]['first_line']].strip()}")
+                text = maps[kernel]["source"][line - maps[kernel]["first_line"]]
+                print(f"  {line:>2}  {text.strip()}")
     except Exception as error:  # a private path again: say why, keep going
         maps = {}
         print(f"no line map: {type(error).__name__}: {error}")

@@ -1,4 +1,4 @@
-"""From a line of Python to SASS: which lines of every compiler stage came from which line of a kernel.
+"""From a line of Python to SASS: which lines of each stage came from which line.
 
     python snippets/gpu_code/line_maps.py
 
@@ -120,8 +120,9 @@ def mlir_lines(ir):
         body = defs.get(ref, "")
         place = re.fullmatch(r'"([^"]*)":(\d+):\d+', body)
         if place:
-            return int(place.group(2)) or None if place.group(1).endswith(HERE) else None
-        inner = re.findall(r"#(loc\d*)", body)  # a callsite: the callee, then the caller
+            mine = place.group(1).endswith(HERE)
+            return int(place.group(2)) or None if mine else None
+        inner = re.findall(r"#(loc\d*)", body)  # callsite: the callee, the caller
         for found in inner if depth < 16 else []:
             line = line_of(found, depth + 1)
             if line:
@@ -176,18 +177,20 @@ def ptx_lines(ptx):
     """PTX: a `.loc file line column` directive holds for what follows it (an
     inlined helper's lines name the helper's file, with no call site); the
     debug sections at the end are dropped."""
-    files = {number: name for number, name in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', ptx, re.M)}
+    files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', ptx, re.M))
     pairs, line = [], None
     for text in ptx[:ptx.find("\t.section\t.debug")].splitlines():
         loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)\s+\d+", text)
         if loc:
-            line = int(loc.group(2)) or None if files.get(loc.group(1), "").endswith(HERE) else None
+            mine = files.get(loc.group(1), "").endswith(HERE)
+            line = int(loc.group(2)) or None if mine else None
         elif text.strip() and not text.lstrip().startswith(("//", ".file")):
             pairs.append((line, text.rstrip()))
     return pairs
 
 
-NVDISASM = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "nvdisasm")
+NVDISASM = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin",
+                        "nvdisasm")
 
 
 def sass_lines(cubin):
@@ -197,13 +200,15 @@ def sass_lines(cubin):
         file.write(cubin)
         file.flush()
         done = subprocess.run([NVDISASM, "-g", "-c", f"/proc/self/fd/{file.fileno()}"],
-                              capture_output=True, text=True, check=True, pass_fds=(file.fileno(),))
+                              capture_output=True, text=True, check=True,
+                              pass_fds=(file.fileno(),))
     pairs, line = [], None
     for text in done.stdout.splitlines():
         where = re.match(r'\s*//## File "([^"]*)", line (\d+)', text)
         op = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$", text)
         if where:
-            line = int(where.group(2)) or None if where.group(1).endswith(HERE) else None
+            mine = where.group(1).endswith(HERE)
+            line = int(where.group(2)) or None if mine else None
         elif op:
             pairs.append((line, f"/*{op.group(1)}*/ {op.group(2)}"))
     return pairs
@@ -222,7 +227,8 @@ def cost(sass):
     per_line = {}
     for line, text in sass:
         op = text.split("*/", 1)[1].strip()
-        kind = "tensor" if TENSOR.match(op) else "memory" if MEMORY.match(op) else "other"
+        kind = ("tensor" if TENSOR.match(op) else
+                "memory" if MEMORY.match(op) else "other")
         counts = per_line.setdefault(str(line), Counter())
         counts[kind] += 1
         counts["sass"] += 1
@@ -266,22 +272,26 @@ for name, (kernel, *_) in KERNELS.items():
                                  / len(stages["SASS"]),
             "cost": cost(stages["SASS"]),
         }
-        for stage, pairs in stages.items():  # each line: its source line (or -), a tab, the text
+        # Each line of a file: its source line (or -), a tab, the text.
+        for stage, pairs in stages.items():
             files[f"{name}.{target}.{stage.replace(' ', '_')}.txt"] = "".join(
                 f"{line or '-'}\t{text}\n" for line, text in pairs)
 # --8<-- [end:maps]
 
 # --8<-- [start:report]
-print(f"{'kernel':<19}{'target':<7}" + "".join(f"{s:^12}" for s in ("TTIR", "TTGIR", "LLVM IR", "PTX", "SASS")))
+STAGES = ("TTIR", "TTGIR", "LLVM IR", "PTX", "SASS")
+print(f"{'kernel':<19}{'target':<7}" + "".join(f"{s:^12}" for s in STAGES))
 for name, kernel_map in maps.items():
     for target, found in kernel_map["targets"].items():
-        cells = "".join(f"{found['lines'][s] - found['unmapped'][s]:>6}/{found['lines'][s]:<5}"
-                        for s in found["lines"])
+        cells = "".join(
+            f"{found['lines'][s] - found['unmapped'][s]:>6}/{found['lines'][s]:<5}"
+            for s in STAGES)
         print(f"{name:<19}{target:<7}{cells}")
 print("each cell: the stage's lines that carry a line of this file / all its lines")
 for name, kernel_map in maps.items():
     found = kernel_map["targets"]["sm_90"]
-    silent = [line for line in kernel_map["code_lines"] if line not in found["sources"]["SASS"]]
+    silent = [line for line in kernel_map["code_lines"]
+              if line not in found["sources"]["SASS"]]
     for line in silent:
         print(f"{name}, line {line}: no SASS of its own on sm_90 "
               f"({kernel_map['source'][line - kernel_map['first_line']].strip()})")
