@@ -268,4 +268,42 @@ for num_stages in (1, 2, 3, 4):
           f"memory  {s['shared_bytes']:>6,} B shared  {s['registers']} registers")
 # --8<-- [end:stages]
 results["stages"] = stages
+
+
+# --8<-- [start:occupancy]
+# How many programs one SM of an H100 can hold at once, from each build's
+# registers and shared memory and the SM's published limits (CUDA's occupancy
+# rules for compute capability 9.0): a model, not a measurement.
+SM90 = {"registers": 65536, "warps": 64, "programs": 32,
+        "shared_bytes": 228 * 1024, "shared_reserved": 1024}
+
+
+def programs_per_sm(registers, shared_bytes, num_warps):
+    """Programs (CTAs) resident per SM, and the limits that bind."""
+    per_warp = -(-registers * 32 // 256) * 256  # allocated per warp, 256 at a time
+    shared = -(-shared_bytes // 128) * 128 + SM90["shared_reserved"]
+    limits = {"registers": SM90["registers"] // per_warp // num_warps,
+              "threads": SM90["warps"] // num_warps,
+              "programs": SM90["programs"],
+              "shared memory": SM90["shared_bytes"] // shared}
+    programs = min(limits.values())
+    return programs, " and ".join(k for k, v in limits.items() if v == programs)
+
+
+occupancy = {}
+for knob, builds, warps_of in (("num_warps", warps, lambda k: k),
+                               ("num_stages", stages, lambda k: 4)):
+    for key, build in builds.items():
+        programs, binding = programs_per_sm(build["registers"],
+                                            build["shared_bytes"], warps_of(key))
+        occupancy[f"{knob}_{key}"] = {
+            "programs": programs, "limited_by": binding,
+            "warps": programs * warps_of(key),
+            "occupancy": programs * warps_of(key) / SM90["warps"]}
+        o = occupancy[f"{knob}_{key}"]
+        print(f"{knob}={key:<3} {o['programs']:>2} programs per SM, "
+              f"{o['warps']:>2} of 64 warps ({o['occupancy']:.0%}), "
+              f"limited by {binding}")
+# --8<-- [end:occupancy]
+results["occupancy"] = occupancy
 results["files"] = files

@@ -34,3 +34,20 @@ def _(record):
     assert shared == sorted(shared) and shared[0] < shared[-1]
     assert "ttg.async_copy_global_to_local" in record.file("softmax_persistent.sm_90.num_stages_3.ttgir").read_text()
     assert "never run" in record.section("warps")
+    # What fits on one SM (a model from the H100's published limits): one warp per program is capped by the
+    # 32 programs an SM holds, at half its warps; four warps or more fill all 64 slots, the thread limit
+    # binding; three stages need more registers than one, across a step of the per-warp allocation of 256,
+    # and the registers, not the shared memory, cut the programs below one stage's.
+    occupancy = results["occupancy"]
+    one = occupancy["num_warps_1"]
+    assert one["limited_by"] == "programs" and one["programs"] == 32 and one["occupancy"] == 0.5, one
+    for asked in ("4", "8", "16"):
+        o = occupancy[f"num_warps_{asked}"]
+        assert "threads" in o["limited_by"] and o["occupancy"] == 1.0, (asked, o)
+    step = {s: -(-stages[s]["registers"] * 32 // 256) for s in ("1", "3")}  # allocation steps per warp
+    assert stages["3"]["registers"] > stages["1"]["registers"] and step["3"] > step["1"], stages
+    three = occupancy["num_stages_3"]
+    assert three["limited_by"] == "registers", three
+    assert three["programs"] < occupancy["num_stages_1"]["programs"], occupancy
+    for name, o in occupancy.items():
+        assert o["warps"] == o["programs"] * (4 if name.startswith("num_stages") else int(name.split("_")[-1]))
