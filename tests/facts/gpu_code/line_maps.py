@@ -58,5 +58,7 @@ def _(record):
             holders = {line for line, text in sass if TENSOR_CORE[target] in text.split("*/", 1)[1]}
             assert holders == {dot}, (target, holders)
             assert found["cost"][str(dot)]["tensor"] > 0
+            # triton.md's quiz: the same line holds the loads of both tiles (tl.load(a), tl.load(b) are on it).
+            assert found["cost"][str(dot)]["memory"] > 0 and "tl.load(a)" in source[dot - first]
     if record.device == "cpu":
         assert "without a GPU" in record.results["label"]
