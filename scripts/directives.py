@@ -500,7 +500,8 @@ def render_explorer(d: Directive, page: Page) -> str:
                       f"{html.escape(text) or ' '}</span>")
     buttons = "".join(f'<button type="button" data-target="{t}" aria-pressed="{str(t == default).lower()}">'
                       f"{t} ({EXPLORER_GPUS.get(t, t)})</button>" for t in targets)
-    panes = "".join(f'<div class="mlc-x-pane" data-stage="{stage}"><p class="mlc-x-title">{stage}</p>'
+    panes = "".join(f'<div class="mlc-x-pane" data-stage="{stage}" data-file="{stage.replace(" ", "_")}">'
+                    f'<p class="mlc-x-title">{stage}</p>'
                     f'<pre tabindex="0" aria-label="{stage}, lines linked to the source"><code>'
                     f"the {stage} of the chosen target loads here (it needs JavaScript); the files are in the "
                     f"record</code></pre></div>" for stage in EXPLORER_STAGES)
@@ -524,8 +525,7 @@ def render_explorer(d: Directive, page: Page) -> str:
                  + ", ".join(f"<code>{html.escape(b)}</code>" for node in c["buffers"] for b in node),
                  f"the kernel <code>{html.escape(name)}</code>, below, and its stages"]
         chain = '<ul class="mlc-x-chain">' + "".join(f"<li>{step}</li>" for step in steps) + "</ul>"
-    return (f'<div class="mlc-explorer" data-files="{html.escape(base)}" data-kernel="{html.escape(name)}" '
-            f'data-stages="{" ".join(s.replace(" ", "_") for s in EXPLORER_STAGES)}">'
+    return (f'<div class="mlc-explorer" data-files="{html.escape(base)}" data-kernel="{html.escape(name)}">'
             f'{chain}<div class="mlc-x-targets" role="group" aria-label="Target GPU">{buttons}</div>'
             f'<p class="mlc-caption">{html.escape(label[:1].upper() + label[1:])}.</p>'
             f'<div class="mlc-x-grid"><div class="mlc-x-pane mlc-x-source"><p class="mlc-x-title">Python</p>'

@@ -402,6 +402,7 @@ TENSOR = re.compile(r"^(?:@!?U?P\w+\s+)?(HMMA|HGMMA|IMMA|QGMMA|UTC\w*MMA)\b")
 
 
 def cost(sass):
+    """SASS instructions per source line: all, memory, tensor-core and other."""
     per_line = {}
     for line, text in sass:
         op = text.split("*/", 1)[1].strip()
@@ -424,6 +425,31 @@ def code_lines(fn):
             last = body[0].lineno - 1 if body else node.end_lineno
             found.update(range(node.lineno, last + 1))
     return sorted(first + line - 1 for line in found)
+
+
+def stage_map(compiled, name, target):
+    """Every stage of one compiled kernel as (source line or None, text) pairs,
+    summed up for the record, and each stage as a file: per line, its source
+    line (or -), a tab, the text."""
+    stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
+              "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+              "LLVM IR": llvm_lines(compiled.asm["llir"]),
+              "PTX": ptx_lines(compiled.asm["ptx"]),
+              "SASS": sass_lines(compiled.asm["cubin"])}
+    summary = {
+        "lines": {stage: len(pairs) for stage, pairs in stages.items()},
+        "unmapped": {stage: sum(line is None for line, _ in pairs)
+                     for stage, pairs in stages.items()},
+        "sources": {stage: sorted({line for line, _ in pairs if line})
+                    for stage, pairs in stages.items()},
+        "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
+                             / len(stages["SASS"]),
+        "cost": cost(stages["SASS"]),
+    }
+    files = {f"{name}.{target}.{stage.replace(' ', '_')}.txt":
+             "".join(f"{line or '-'}\t{text}\n" for line, text in pairs)
+             for stage, pairs in stages.items()}
+    return summary, files
 
 
 @contextlib.contextmanager
@@ -481,25 +507,8 @@ def kernel_map(name, code, user_fn):
                 ASTSource(fn=kernel, signature=signature, constexprs={"XBLOCK": 1024},
                           attrs=hints),
                 target=GPUTarget("cuda", cc, 32), options={"num_warps": 4})
-            stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
-                      "TTGIR": mlir_lines(compiled.asm["ttgir"]),
-                      "LLVM IR": llvm_lines(compiled.asm["llir"]),
-                      "PTX": ptx_lines(compiled.asm["ptx"]),
-                      "SASS": sass_lines(compiled.asm["cubin"])}
-            found["targets"][target] = {
-                "lines": {stage: len(pairs) for stage, pairs in stages.items()},
-                "unmapped": {stage: sum(line is None for line, _ in pairs)
-                             for stage, pairs in stages.items()},
-                "sources": {stage: sorted({line for line, _ in pairs if line})
-                            for stage, pairs in stages.items()},
-                "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
-                                     / len(stages["SASS"]),
-                "cost": cost(stages["SASS"]),
-            }
-            for stage, pairs in stages.items():
-                file = f"{name}.{target}.{stage.replace(' ', '_')}.txt"
-                found["files"][file] = "".join(
-                    f"{line or '-'}\t{text}\n" for line, text in pairs)
+            found["targets"][target], files = stage_map(compiled, name, target)
+            found["files"].update(files)
     # One step further back: the comment above the kernel names the graph's nodes
     # and ATen ops it computes; the user's line is where those nodes came from.
     nodes, aten = re.search(r"# Topologically Sorted Source Nodes: \[(.*?)\], "

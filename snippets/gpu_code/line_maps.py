@@ -224,6 +224,7 @@ TENSOR = re.compile(r"^(?:@!?U?P\w+\s+)?(HMMA|HGMMA|IMMA|QGMMA|UTC\w*MMA)\b")
 
 
 def cost(sass):
+    """SASS instructions per source line: all, memory, tensor-core and other."""
     per_line = {}
     for line, text in sass:
         op = text.split("*/", 1)[1].strip()
@@ -250,6 +251,31 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
+def stage_map(compiled, name, target):
+    """Every stage of one compiled kernel as (source line or None, text) pairs,
+    summed up for the record, and each stage as a file: per line, its source
+    line (or -), a tab, the text."""
+    stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
+              "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+              "LLVM IR": llvm_lines(compiled.asm["llir"]),
+              "PTX": ptx_lines(compiled.asm["ptx"]),
+              "SASS": sass_lines(compiled.asm["cubin"])}
+    summary = {
+        "lines": {stage: len(pairs) for stage, pairs in stages.items()},
+        "unmapped": {stage: sum(line is None for line, _ in pairs)
+                     for stage, pairs in stages.items()},
+        "sources": {stage: sorted({line for line, _ in pairs if line})
+                    for stage, pairs in stages.items()},
+        "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
+                             / len(stages["SASS"]),
+        "cost": cost(stages["SASS"]),
+    }
+    files = {f"{name}.{target}.{stage.replace(' ', '_')}.txt":
+             "".join(f"{line or '-'}\t{text}\n" for line, text in pairs)
+             for stage, pairs in stages.items()}
+    return summary, files
+
+
 maps, files = {}, {}
 for name, (kernel, *_) in KERNELS.items():
     source, first = inspect.getsourcelines(kernel.fn)  # first: the decorator's line
@@ -257,25 +283,8 @@ for name, (kernel, *_) in KERNELS.items():
                   "code_lines": code_lines(kernel.fn), "targets": {}}
     for cc, target in TARGETS.items():
         compiled = compile_for(name, cc, hints=True)
-        stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
-                  "TTGIR": mlir_lines(compiled.asm["ttgir"]),
-                  "LLVM IR": llvm_lines(compiled.asm["llir"]),
-                  "PTX": ptx_lines(compiled.asm["ptx"]),
-                  "SASS": sass_lines(compiled.asm["cubin"])}
-        maps[name]["targets"][target] = {
-            "lines": {stage: len(pairs) for stage, pairs in stages.items()},
-            "unmapped": {stage: sum(line is None for line, _ in pairs)
-                         for stage, pairs in stages.items()},
-            "sources": {stage: sorted({line for line, _ in pairs if line})
-                        for stage, pairs in stages.items()},
-            "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
-                                 / len(stages["SASS"]),
-            "cost": cost(stages["SASS"]),
-        }
-        # Each line of a file: its source line (or -), a tab, the text.
-        for stage, pairs in stages.items():
-            files[f"{name}.{target}.{stage.replace(' ', '_')}.txt"] = "".join(
-                f"{line or '-'}\t{text}\n" for line, text in pairs)
+        maps[name]["targets"][target], kernel_files = stage_map(compiled, name, target)
+        files.update(kernel_files)
 # --8<-- [end:maps]
 
 # --8<-- [start:report]

@@ -38,10 +38,10 @@
     });
     explorer.querySelectorAll(".mlc-x-cost").forEach(function (t) { t.hidden = t.dataset.target !== target; });
     explorer.dataset.loaded = "";
-    var stages = explorer.dataset.stages.split(" ");
-    return Promise.all(stages.map(function (stage) {
-      var url = explorer.dataset.files + explorer.dataset.kernel + "." + target + "." + stage + ".txt";
-      var code = explorer.querySelector('.mlc-x-pane[data-stage="' + stage.replace("_", " ") + '"] code');
+    var panes = Array.from(explorer.querySelectorAll(".mlc-x-pane[data-file]"));
+    return Promise.all(panes.map(function (pane) {
+      var url = explorer.dataset.files + explorer.dataset.kernel + "." + target + "." + pane.dataset.file + ".txt";
+      var code = pane.querySelector("code");
       return fetch(url).then(function (r) {
         if (!r.ok) throw new Error(r.status + " " + url);
         return r.text();
@@ -54,7 +54,6 @@
           lines.appendChild(span);
         });
         code.replaceChildren(lines);
-        code.parentElement.querySelectorAll(".mlc-x-line").forEach(function (e, i) { e.dataset.i = i; });
       }).catch(function (error) {
         code.textContent = "could not load " + url + ": " + error.message;
       });
