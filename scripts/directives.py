@@ -65,7 +65,7 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from scripts import diagrams, plots, records
+from scripts import diagrams, plots, records, releases
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
@@ -96,6 +96,7 @@ SPECS = {
     "output": Spec("block", ("SNIPPET[:SECTION]",), ("lang",)),
     "figure": Spec("block", ("SNIPPET", "NAME"), FIGURE),
     "records": Spec("block", ()),
+    "changes": Spec("block", ()),
     "explorer": Spec("block", ("SNIPPET", "KERNEL")),
     "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no")),
     "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device",)),
@@ -210,10 +211,11 @@ class Page:
     cells and the images drawn for the cell being built (notebook)."""
 
     def __init__(self, src_uri: str, url: str, target: str = PAGE, snippets: Path = records.SNIPPETS,
-                 outputs: Path = records.OUTPUTS):
+                 outputs: Path = records.OUTPUTS, docs: Path = records.ROOT / "docs"):
         if target not in (PAGE, NOTEBOOK):
             raise ValueError(f"target={target}: expected {PAGE} or {NOTEBOOK}")
         self.src_uri, self.url, self.target, self.snippets, self.outputs = src_uri, url, target, snippets, outputs
+        self.docs = docs  # every page, for the directives that read across the site (md:changes)
         self.figures = 0
         self.lacking: set[str] = set()
         self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
@@ -261,7 +263,7 @@ def tabs(bodies: list[tuple[str, str]]) -> str:
 
 
 def provenance(page: Page, record: records.Record) -> str:
-    link = page.link(f"{records.site_path(record.snippet, record.device)}/{records.MANIFEST}")
+    link = page.link(f"{record.site_path}/{records.MANIFEST}")
     return f'<p class="provenance">{html.escape(record.provenance())} · <a href="{link}">record</a></p>'
 
 
@@ -298,8 +300,36 @@ def render_output(d: Directive, page: Page) -> str:
             return fenced(text, "text") + f"\n\n*Recorded on {LABELS[record.device]} ({record.hardware}).*\n"
         # Output wraps at the column (.mlc-output in extra.css), code-like output too.
         block = fenced(text, f"{{ .{languages[record.device]} .mlc-output }}")
-        bodies.append((record.device, stale_warning(record) + block + "\n\n" + provenance(page, record)))
+        bodies.append((record.device, stale_warning(record) + block + "\n\n" + provenance(page, record)
+                       + other_releases(page, record, section, languages[record.device])))
     return tabs(bodies)
+
+
+def indent(text: str, by: int = 4) -> str:
+    return "\n".join(" " * by + line if line else "" for line in text.splitlines())
+
+
+def other_releases(page: Page, record: records.Record, section: str | None, language: str) -> str:
+    """Under an output: that the other torch releases printed the same, or, folded, what they printed."""
+    found = releases.comparable(record.snippet, record.device, page.outputs, page.snippets)
+    if len(found) < 2 or found[0].folder != record.folder:
+        return ""
+    groups = releases.grouped(found, section)
+    changes = page.link("versions/")
+    if len(groups) == 1:
+        return (f'\n<p class="provenance">The same on torch {releases.names(found)}, addresses, hashes, measured '
+                f'numbers and generated names aside (<a href="{changes}">what changed between versions</a>).</p>')
+    others = [r for group in groups[1:] for r in group]
+    out = []
+    for i, group in enumerate(groups[1:]):
+        text = releases.text_of(group[0], section)
+        body = (fenced(text, f"{{ .{language} .mlc-output }}") if text is not None
+                else f"*Section '{section}' printed nothing.*") + "\n\n" + provenance(page, group[0])
+        out.append(f'{"===!" if i == 0 else "==="} "torch {releases.names(group)}"\n\n{indent(body)}')
+    return (f'\n\n??? note "torch {releases.names(others)} printed this otherwise"\n\n'
+            f'    This is torch {record.release}\'s output; the tabs hold the other releases\'. '
+            f'[What changed between versions]({page.md_link("versions.md")}) shows the lines that differ.\n\n'
+            + indent("\n\n".join(out)) + "\n")
 
 
 def split_reference(reference: str) -> tuple[str, str | None]:
@@ -408,7 +438,7 @@ def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -
     traces = plots.traces(record) if name == "timeline" else []
     links = ""
     if traces:
-        base = f"{records.site_path(record.snippet, record.device)}/{records.FILES}/"
+        base = f"{record.site_path}/{records.FILES}/"
         listed = ", ".join(f'<a href="{page.link(base + t.name)}"><code>{t.name}</code></a>' for t in traces)
         perfetto = '<a href="https://ui.perfetto.dev">Perfetto</a>'
         links = f'\n<p class="provenance">The traces, to open in {perfetto}: {listed}</p>'
@@ -429,22 +459,140 @@ def figure_for_notebook(page: Page, record: records.Record, name: str, found: di
 
 
 def render_records(d: Directive, page: Page) -> str:
-    rows = ["| Snippet | " + " | ".join(LABELS[d] for d in DEVICES) + " |", "|---|" + "---|" * len(DEVICES)]
+    """Each snippet's record on each device, one column per torch release that made any (the main one always)."""
+    roots = records.release_roots(page.outputs)
+    columns = [(device, release, root) for device in DEVICES for release, root in roots.items()
+               if release == records.MAIN or records.find_records(device, root)]
+    heads = [f"{LABELS[device]}, torch {release}" for device, release, _ in columns]
+    rows = ["| Snippet | " + " | ".join(heads) + " |", "|---|" + "---|" * len(columns)]
     for snippet in records.find_snippets(page.snippets):
+        if not (page.snippets / snippet).is_file():
+            continue
         cells = []
-        for device in DEVICES:
-            record = page.record(snippet, device)
+        for device, _, root in columns:
+            record = records.Record(snippet, device, records.record_dir(snippet, device, root), page.snippets)
             state = record.state
             if state in ("missing", "corrupt") or not record.exists:
                 cells.append(f"*{state}*")
                 continue
-            env = record.environment
-            link = page.md_link(f"{records.site_path(snippet, device)}/{records.MANIFEST}")
+            link = page.md_link(f"{record.site_path}/{records.MANIFEST}")
             shown = f"**{state}**" if state != "fresh" else state
-            cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · torch {env.get('torch')} · "
+            cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · "
                          f"{record.manifest.get('duration_s')} s")
         rows.append(f"| `{snippet}` | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
+
+
+def site_pages(docs: Path) -> list[tuple[str, str, str]]:
+    """(page, its title, its Markdown) of every page, in the order of mkdocs.yml's nav, then the others."""
+    config = docs.parent / "mkdocs.yml"
+    nav = re.findall(r"^\s*-\s*(?:[^:]+:\s*)?(\S+\.md)\s*$", config.read_text() if config.is_file() else "",
+                     re.MULTILINE)
+    names = sorted((p.relative_to(docs).as_posix() for p in docs.rglob("*.md")),
+                   key=lambda name: (nav.index(name) if name in nav else len(nav), name))
+    found = []
+    for name in names:
+        text = (docs / name).read_text()
+        title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), Path(name).stem)
+        found.append((name, title, text))
+    return found
+
+
+def site_directives(docs: Path, name: str) -> list[tuple[str, str, Directive]]:
+    """(page, title, directive) of every md:<name> on the site's pages (outside code), in nav order."""
+    found = []
+    for src, title, text in site_pages(docs):
+        for is_code, segment in fenced_segments(text):
+            pattern = BLOCK if SPECS[name].place == "block" else INLINE
+            for match in [] if is_code else pattern.finditer(segment):
+                if match.group("name") == name:
+                    found.append((src, title, parse(name, match.group("args"))))
+    return found
+
+
+def site_outputs(docs: Path) -> list[tuple[str, str, str, str | None]]:
+    """(page, title, snippet, section) of every md:output on the site, in nav order."""
+    return [(src, title, *split_reference(d.args[0])) for src, title, d in site_directives(docs, "output")]
+
+
+def site_compares(docs: Path) -> list[tuple[str, str, str, str, str]]:
+    """(page, title, snippet, key A, key B) of every CPU md:compare on the site, in nav order."""
+    return [(src, title, *d.args) for src, title, d in site_directives(docs, "compare")
+            if d.options.get("device", "cuda") == "cpu"]
+
+
+def render_changes(d: Directive, page: Page) -> str:
+    """The generated page "What changed between versions": from the CPU records of every torch release, each
+    output that differs (a readable diff), each count that differs, and each timed comparison per release."""
+    docs = page.docs
+    roots = {release: root for release, root in records.release_roots(page.outputs).items()
+             if records.find_records("cpu", root)}
+    if len(roots) < 2:
+        return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
+    lines = ["| torch | records | made | Python |", "|---|---|---|---|"]
+    for release, root in sorted(roots.items(), key=lambda item: records.version_key(item[0]), reverse=True):
+        made = records.find_records("cpu", root, page.snippets)
+        fresh = sum(r.state == "fresh" for r in made)
+        dates = sorted(r.date for r in made)
+        python = sorted({str(r.environment.get("python")) for r in made})
+        main = " (the site's)" if release == records.MAIN else ""
+        lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | "
+                     f"{', '.join(python)} |")
+    out = ["\n".join(lines), ""]
+    shown = site_outputs(docs)
+    unchanged, seen = [], set()
+    for src, title, snippet, section in shown:
+        if (snippet, section) in seen or not (page.snippets / snippet).is_file():
+            continue
+        seen.add((snippet, section))
+        found = releases.changes(snippet, [section], "cpu", page.outputs, page.snippets)
+        link = page.md_link(src)
+        where = f"`{snippet}`" + (f" · `{section}`" if section else "")
+        if not found:
+            unchanged.append(f"[{title}]({link}): {where}")
+            continue
+        for change in found:
+            body = fenced("\n".join(change.lines), "diff")
+            out.append(f'??? abstract "{title}: {where}, torch {change.older.release} → {change.newer.release}"\n\n'
+                       f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
+                       f"{change.newer.release}; a line of context either side.\n\n{indent(body)}\n")
+    counted = []
+    for snippet in records.find_snippets(page.snippets):
+        found = releases.comparable(snippet, "cpu", page.outputs, page.snippets)
+        for key, values in releases.counts(found) if len(found) > 1 else []:
+            ordered = sorted(values, key=records.version_key)
+            counted.append(f"| `{snippet}` | `{key}` | " + " → ".join(
+                f"{release}: `{values[release]}`" for release in ordered) + " |")
+    if counted:
+        out += ["## Counts and values that differ", "",
+                "From each record's `results.json`: whole numbers, words and flags (measurements are in the "
+                "next table).", "", "| Snippet | Key | By release |", "|---|---|---|", *counted, ""]
+    compared = []
+    for src, title, snippet, key_a, key_b in site_compares(docs):
+        found = sorted(releases.comparable(snippet, "cpu", page.outputs, page.snippets),
+                       key=lambda r: records.version_key(r.release))
+        cells = []
+        for record in found:
+            try:
+                a, b = record.value(key_a), record.value(key_b)
+            except KeyError:
+                continue
+            ratio, lo, hi = records.timing_band(a, b)
+            cells.append(f"{record.release}: {records.judge(a, b)} ({ratio:.2f}; {lo:.2f}–{hi:.2f})")
+        if len(cells) > 1:
+            compared.append(f"| [{title}]({page.md_link(src)}) | `{snippet}`: `{key_b}` against `{key_a}` | "
+                            + "<br>".join(cells) + " |")
+    if compared:
+        out += ["## Timings, release by release", "",
+                "Each comparison a page makes from CPU timings, judged by the site's one rule in each release's "
+                "record: the verdict, the median ratio of the per-process medians, and its range over the "
+                "record's fresh processes. The releases were recorded on different days on the same kind of "
+                "machine.", "", "| Page | Comparison | By release |", "|---|---|---|", *compared, ""]
+    if unchanged:
+        out += ["## The same on every release", "",
+                "These outputs differ only in addresses, hashes, measured numbers and generated names.", "",
+                *[f"- {item}" for item in unchanged], ""]
+    return "\n".join(out) + "\n"
 
 
 EXPLORER_STAGES = ("TTIR", "TTGIR", "LLVM IR", "PTX", "SASS")
@@ -488,7 +636,7 @@ def render_explorer(d: Directive, page: Page) -> str:
         return (f"What each line of `{name}` cost in SASS for {default} ({label}); "
                 "the site's page links every line to its lines in each stage.\n\n"
                 + "\n".join(header + tuple(rows)) + "\n")
-    base = page.link(f"{records.site_path(snippet, record.device)}/{records.FILES}/")
+    base = page.link(f"{record.site_path}/{records.FILES}/")
     linked = [kernel["first_line"] + offset for offset, text in enumerate(kernel["source"])
               if text.strip() and not text.lstrip().startswith(("#", "@"))]  # the def's lines too: the prologue
     hues = {line: (index * 137) % 360 for index, line in enumerate(linked)}
@@ -619,7 +767,7 @@ def render_hardware(d: Directive, page: Page) -> str:
     return inline_span(page, record, "the machine", record.hardware)
 
 
-RENDER = {"output": render_output, "figure": render_figure, "records": render_records,
+RENDER = {"output": render_output, "figure": render_figure, "records": render_records, "changes": render_changes,
           "explorer": render_explorer, "value": render_value, "compare": render_compare, "hardware": render_hardware}
 
 

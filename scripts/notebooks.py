@@ -564,7 +564,7 @@ def inputs_key(page: Path) -> str:
         path = records.SNIPPETS / name
         parts.append(path.read_bytes() if path.is_file() else name.encode())
         for device in records.DEVICES:
-            manifest = records.record_dir(name, device) / records.MANIFEST
+            manifest = records.record(name, device).folder / records.MANIFEST
             parts.append(manifest.read_bytes() if manifest.is_file() else b"-")
     for part in parts:
         digest.update(hashlib.sha256(part).digest())

@@ -1,6 +1,8 @@
 """The record store: where a snippet's record lives, how it is read, what state it is in, where it came from.
 
-A record is the folder docs/outputs/<device>/<snippet path without .py>/ that scripts/regenerate.py wrote:
+A record is the folder docs/outputs/<device>/<snippet path without .py>/ that scripts/regenerate.py wrote with
+the site's main torch release (the one ci/constraints.txt pins), or docs/outputs/torch-<release>/<device>/...
+with any other release (torch-2.11.0/, say):
 
     manifest.json   snippet, sha256 of its source, device, command, exit status, duration, UTC date, environment
     stdout.txt      everything the snippet printed
@@ -9,6 +11,9 @@ A record is the folder docs/outputs/<device>/<snippet path without .py>/ that sc
 
 Everything else (the recorder, the mkdocs hook, the figure and notebook renderers, publishing, the tests)
 reads records through this module and defines none of this itself. It needs only the standard library.
+
+A page shows, per device, the main release's record, or where there is none (a GPU box runs an older torch)
+the newest release's; the records of the other releases are what "What changed between versions" compares.
 
 A record's state, in the words every tool uses:
 
@@ -21,8 +26,10 @@ A record's state, in the words every tool uses:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
 import statistics
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 OUTPUTS = ROOT / "docs" / "outputs"
 FAILED = ROOT / ".cache" / "regenerate" / "failed"
+CONSTRAINTS = ROOT / "ci" / "constraints.txt"
+RELEASE_PREFIX = "torch-"  # docs/outputs/torch-2.11.0/ holds torch 2.11.0's records
 DEVICES = ("cuda", "cpu")
 LABELS = {"cuda": "CUDA", "cpu": "CPU"}
 MANIFEST_KEYS = ("snippet", "sha256", "device", "command", "exit_status", "duration_s", "date", "environment")
@@ -41,6 +50,38 @@ STDOUT, SECTIONS, FILES, RESULTS, MANIFEST = "stdout.txt", "sections.json", "fil
 
 # The command that remakes records, as a contributor types it after the README's set-up.
 REMAKE = ".venv/bin/python -m scripts.regenerate"
+
+
+def release_of(version: str | None) -> str:
+    """A torch version without its build tag: '2.15.0+cu132' -> '2.15.0'."""
+    return (version or "").split("+")[0]
+
+
+def version_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in release.split("."))
+
+
+def main_release(constraints: Path = CONSTRAINTS) -> str:
+    """The torch release the site is written against: the one ci/constraints.txt pins."""
+    with contextlib.suppress(OSError):
+        for line in constraints.read_text().splitlines():
+            if match := re.fullmatch(r"\s*torch\s*==\s*([\w.+]+)\s*(#.*)?", line):
+                return release_of(match.group(1))
+    return ""
+
+
+MAIN = main_release()
+
+
+def release_root(release: str, outputs: Path = OUTPUTS) -> Path:
+    """Where one release's records live: the outputs folder itself for the main release."""
+    return outputs if release in (MAIN, "") else outputs / f"{RELEASE_PREFIX}{release}"
+
+
+def release_roots(outputs: Path = OUTPUTS) -> dict[str, Path]:
+    """release -> its folder, the main release first, then the others newest first."""
+    others = {p.name.removeprefix(RELEASE_PREFIX): p for p in outputs.glob(f"{RELEASE_PREFIX}*") if p.is_dir()}
+    return {MAIN: outputs, **dict(sorted(others.items(), key=lambda item: version_key(item[0]), reverse=True))}
 
 
 class CorruptRecord(ValueError):
@@ -65,9 +106,11 @@ def record_dir(snippet: str, device: str, outputs: Path = OUTPUTS) -> Path:
     return outputs / device / snippet.removesuffix(".py")
 
 
-def site_path(snippet: str, device: str) -> str:
-    """Where the record of snippets/<snippet> on `device` is in the site, relative to docs/."""
-    return f"{OUTPUTS.name}/{device}/{snippet.removesuffix('.py')}"
+def site_path(snippet: str, device: str, release: str = "") -> str:
+    """Where the record of snippets/<snippet> on `device` made with a torch release (the main one if not
+    said) is in the site, relative to docs/."""
+    folder = "" if release in (MAIN, "") else f"{RELEASE_PREFIX}{release}/"
+    return f"{OUTPUTS.name}/{folder}{device}/{snippet.removesuffix('.py')}"
 
 
 @dataclass
@@ -133,9 +176,13 @@ class Record:
 
     def failed_run(self, sha: str | None = None) -> Path | None:
         """The kept output of a failed run of the snippet as it is now, if the recorder left one."""
-        failed = self.failed or (FAILED if self.folder.is_relative_to(OUTPUTS) else None)
-        if failed is not None:
-            kept = record_dir(self.snippet, self.device, failed)
+        if self.failed is not None:
+            kept = record_dir(self.snippet, self.device, self.failed)
+        elif self.folder.is_relative_to(OUTPUTS):
+            kept = FAILED / self.folder.relative_to(OUTPUTS)
+        else:
+            kept = None
+        if kept is not None:
             if sha is None:
                 source = self.snippets / self.snippet
                 sha = source_sha256(source) if source.exists() else None
@@ -200,6 +247,23 @@ class Record:
         return env if isinstance(env, dict) else {}
 
     @property
+    def release(self) -> str:
+        """The torch release that made it ('2.15.0'), from its manifest."""
+        return release_of(self.environment.get("torch"))
+
+    @property
+    def site_path(self) -> str:
+        """Where it is in the site, relative to docs/: by the release folder it sits in."""
+        root = self.folder.parents[len(Path(self.snippet).parts)]
+        release = root.name.removeprefix(RELEASE_PREFIX) if root.name.startswith(RELEASE_PREFIX) else ""
+        return site_path(self.snippet, self.device, release)
+
+    def made_with(self, release: tuple[int, ...]) -> bool:
+        """Whether torch `release` or newer made it: a check states a fact that holds only from some release
+        on as `if record.made_with((2, 15)): ...`."""
+        return version_key(self.release) >= release
+
+    @property
     def hardware(self) -> str:
         """The GPU's name for a CUDA record, the CPU model for a CPU record."""
         env = self.environment
@@ -234,12 +298,23 @@ class Record:
 
 
 def record(snippet: str, device: str, outputs: Path = OUTPUTS, snippets: Path = SNIPPETS) -> Record:
-    return Record(snippet, device, record_dir(snippet, device, outputs), snippets)
+    """The record a page shows: the main release's, or where it has none the newest release's that exists;
+    the main release's (missing) record where no release has one."""
+    found = releases_of(snippet, device, outputs, snippets)
+    return found[0] if found else Record(snippet, device, record_dir(snippet, device, outputs), snippets)
+
+
+def releases_of(snippet: str, device: str, outputs: Path = OUTPUTS, snippets: Path = SNIPPETS) -> list[Record]:
+    """The records of one snippet on one device that exist, one per release: the main release first, then the
+    others newest first."""
+    found = (Record(snippet, device, record_dir(snippet, device, root), snippets)
+             for root in release_roots(outputs).values())
+    return [r for r in found if r.exists]
 
 
 def find_records(device: str, outputs: Path = OUTPUTS, snippets: Path = SNIPPETS) -> list[Record]:
-    """Every record folder of a device (one holding manifest.json), skipping the hidden folders of a run
-    in progress or a half-done swap."""
+    """Every record folder of a device in one release's folder (one holding manifest.json), skipping the hidden
+    folders of a run in progress or a half-done swap."""
     base = outputs / device
     if not base.exists():
         return []
@@ -251,11 +326,13 @@ def find_records(device: str, outputs: Path = OUTPUTS, snippets: Path = SNIPPETS
 
 
 def all_records(outputs: Path = OUTPUTS, snippets: Path = SNIPPETS) -> list[Record]:
-    return [r for device in DEVICES for r in find_records(device, outputs, snippets)]
+    """Every record of every device and release."""
+    return [r for root in release_roots(outputs).values() for device in DEVICES
+            for r in find_records(device, root, snippets)]
 
 
 def states(device: str, outputs: Path = OUTPUTS, snippets: Path = SNIPPETS) -> dict[str, str]:
-    """snippet -> state on one device, for every snippet there is."""
+    """snippet -> the state of the record a page shows on one device, for every snippet there is."""
     return {s: record(s, device, outputs, snippets).state for s in find_snippets(snippets)}
 
 

@@ -1,4 +1,5 @@
-"""Record what every snippet prints and keeps, on this machine, under docs/outputs/<device>/.
+"""Record what every snippet prints and keeps, on this machine, under docs/outputs/<device>/ (or, with another
+torch release than the site's main one, under docs/outputs/torch-<release>/<device>/).
 
 Run it from the repository root, with a Python that has torch (the README's set-up makes .venv):
 
@@ -410,17 +411,34 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> t
 
 
 def list_states(args, chosen: list[str]) -> int:
-    """One line per snippet with its record's state on the device, then a count line."""
+    """One line per snippet with its record's state on the device, then a count line; by default one column
+    and one count line per torch release that has records (and the main one, and the one installed)."""
     label = records.LABELS[args.device]
-    print(f"{label} records under {shown(args.outputs_dir / args.device)}/:")
-    counts = dict.fromkeys(records.STATES, 0)
+    if args.outputs_dir is not None:  # one folder of records
+        roots = {"": args.outputs_dir}
+        print(f"{label} records under {shown(args.outputs_dir / args.device)}/:")
+    else:
+        roots = {release: root for release, root in records.release_roots().items()
+                 if release == records.MAIN or records.find_records(args.device, root)}
+        if (running := records.release_of(version_of("torch"))) and running not in roots:
+            roots[running] = records.release_root(running)
+        print(f"{label} records under {shown(records.OUTPUTS)}/, by the torch release that made them "
+              f"(torch-<release>/ for all but the main one):")
+        print("  " + "  ".join(f"{'torch ' + release:13}" for release in roots))
+    counts = {release: dict.fromkeys(records.STATES, 0) for release in roots}
     for snippet in chosen:
-        state = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
-                               args.snippets_dir, args.failed_dir).state
-        counts[state] += 1
-        print(f"  {state:8} {snippet}")
-    summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
-    print(f"{label}: {len(chosen)} snippets: {summary}")
+        cells = []
+        for release, root in roots.items():
+            failed = args.failed_dir or records.release_root(release, records.FAILED)
+            state = records.Record(snippet, args.device, records.record_dir(snippet, args.device, root),
+                                   args.snippets_dir, failed).state
+            counts[release][state] += 1
+            cells.append(f"{state:{8 if release == '' else 13}}")
+        print(f"  {'  '.join(cells)} {snippet}")
+    for release, count in counts.items():
+        summary = ", ".join(f"{n} {state}" for state, n in count.items() if n)
+        main = " (main)" if release == records.MAIN else ""
+        print(f"{label}{f', torch {release}{main}' if release else ''}: {len(chosen)} snippets: {summary}")
     return 0
 
 
@@ -500,7 +518,8 @@ def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def unpack(archive: Path, outputs_dir: Path, failed_dir: Path = records.FAILED) -> int:
-    """Put each record of an archive made by --archive in place, one atomic swap per record; failed runs
+    """Put each record of an archive made by --archive in place, one atomic swap per record, under the torch
+    release that made it (a GPU box's older torch goes to docs/outputs/torch-<release>/); failed runs
     (failed/<device>/...) go where the recorder keeps failed runs, so their records read "failed"."""
     try:
         tar = tarfile.open(archive, "r:*")
@@ -526,13 +545,14 @@ def unpack(archive: Path, outputs_dir: Path, failed_dir: Path = records.FAILED) 
                 record.validate()
             except records.CorruptRecord as error:
                 raise UsageError(f"{archive}: {record.device}/{record.snippet[:-3]}: {error}") from None
-        for record in found:
-            final = outputs_dir / record.folder.relative_to(tmp)
+        for record in found:  # each into the folder of the torch release that made it
+            final = records.release_root(record.release, outputs_dir) / record.folder.relative_to(tmp)
             final.parent.mkdir(parents=True, exist_ok=True)
             swap_into_place(record.folder, final)
         for device in DEVICES:
             for record in records.find_records(device, Path(tmp) / "failed"):
-                final = failed_dir / record.folder.relative_to(Path(tmp) / "failed")
+                final = (records.release_root(record.release, failed_dir)
+                         / record.folder.relative_to(Path(tmp) / "failed"))
                 final.parent.mkdir(parents=True, exist_ok=True)
                 swap_into_place(record.folder, final)
     return len(found)
@@ -592,8 +612,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=positive_seconds, default=900, metavar="S",
                         help="per-snippet limit in seconds (default 900)")
     parser.add_argument("--snippets-dir", type=Path, default=records.SNIPPETS, help=argparse.SUPPRESS)
-    parser.add_argument("--outputs-dir", type=Path, default=records.OUTPUTS, help=argparse.SUPPRESS)
-    parser.add_argument("--failed-dir", type=Path, default=records.FAILED, help=argparse.SUPPRESS)
+    parser.add_argument("--outputs-dir", type=Path, help=argparse.SUPPRESS)  # default: by torch release
+    parser.add_argument("--failed-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.unpack and (args.list or args.archive or args.only or args.force or args.device):
         parser.error("--unpack puts an archive's records in place and runs nothing: use it alone")
@@ -624,13 +644,21 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     try:
         if args.unpack:
-            count = unpack(args.unpack, args.outputs_dir, args.failed_dir)
-            print(f"unpacked {count} records from {args.unpack} into {args.outputs_dir}")
+            outputs = args.outputs_dir or records.OUTPUTS
+            count = unpack(args.unpack, outputs, args.failed_dir or records.FAILED)
+            print(f"unpacked {count} records from {args.unpack} into {shown(outputs)}")
             return 0
         if args.list:
             args.device = args.device or ("cuda" if cuda_available() else "cpu")
             return regenerate(args)
         require_torch()
+        release = records.release_of(version_of("torch"))
+        if args.outputs_dir is None:
+            args.outputs_dir = records.release_root(release)
+            if release != records.MAIN:
+                print(f"torch {release} is not the site's main release ({records.MAIN}): its records go under "
+                      f"{shown(args.outputs_dir)}/", flush=True)
+        args.failed_dir = args.failed_dir or records.release_root(release, records.FAILED)
         if args.device == "cuda" and not cuda_available():
             raise UsageError("--device cuda, but torch sees no CUDA device on this machine "
                              "(--list --device cuda works anywhere)")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from scripts import records, regenerate
-from scripts.directives import INLINE, parse
+from scripts.directives import site_compares
 
 WHERE = records.ROOT / ".cache" / "reproducibility"
 GOAL_RATIO = 1.25
@@ -34,16 +34,8 @@ GOAL_RATIO = 1.25
 
 def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:
     """Every CPU md:compare on the site: page, snippet, the two keys (read with scripts/directives.py)."""
-    found = []
-    for page in sorted(docs.rglob("*.md")):
-        for match in INLINE.finditer(page.read_text()):
-            if match.group("name") != "compare":
-                continue
-            d = parse("compare", match.group("args"))
-            if d.options.get("device", "cuda") == "cpu":
-                found.append({"page": page.relative_to(docs).as_posix(), "snippet": d.args[0],
-                              "a": d.args[1], "b": d.args[2]})
-    return found
+    return [{"page": src, "snippet": snippet, "a": a, "b": b}
+            for src, _, snippet, a, b in site_compares(docs)]
 
 
 def direction(words: str) -> int:

@@ -39,10 +39,11 @@ def tree(tmp_path):
 
 
 def write_record(tree: Path, device: str, source: str = SOURCE, results: dict | None = None, stdout: str = "hi\n",
-                 manifest: str | None = None) -> Path:
-    folder = records.record_dir(SNIPPET, device, tree / "outputs")
+                 manifest: str | None = None, release: str = records.MAIN) -> Path:
+    folder = records.record_dir(SNIPPET, device, records.release_root(release, tree / "outputs"))
     (folder / "files").mkdir(parents=True)
-    environment = {"torch": "2.13.0", "triton": "3.7.1", "python": "3.11.7", "cpu": "Test CPU", "cpu_count": 2}
+    environment = {"torch": release, "triton": "3.7.1", "python": "3.11.7", "cpu": "Test CPU",
+                   "cpu_count": 2}
     if device == "cuda":
         environment.update(gpu="NVIDIA H200", cuda="12.8", driver="570.1")
     content = {"snippet": f"snippets/{SNIPPET}", "sha256": hashlib.sha256(source.encode()).hexdigest(),
@@ -287,7 +288,7 @@ def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):
     text = expand(tree, f"<!-- md:output {SNIPPET} -->\n", state)
     assert text.index('===! "CUDA"') < text.index('=== "CPU"') and text.count("===") == 2
     assert "    on the gpu" in text and "    on the cpu" in text
-    assert "Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch 2.13.0 · triton 3.7.1" in text
+    assert f"Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch {records.MAIN} · triton 3.7.1" in text
     assert "Recorded on Test CPU (2 cores)" in text
     assert 'href="../outputs/cpu/demo/hello/manifest.json">record</a>' in text
     assert "Stale record" not in text
@@ -402,10 +403,81 @@ def test_records_table_gives_each_state(tree):
     write_record(tree, "cpu", source="print('an older version')\n")
     text = expand(tree, "<!-- md:records -->\n")
     rows = text.strip().splitlines()
-    assert rows[0] == "| Snippet | CUDA | CPU |"
+    assert rows[0] == f"| Snippet | CUDA, torch {records.MAIN} | CPU, torch {records.MAIN} |"
     assert rows[2].startswith("| `demo/hello.py` | *missing* | **stale** · [2026-11-21](")
-    assert "Test CPU · torch 2.13.0 · 1.5 s |" in rows[2]
+    assert "Test CPU · 1.5 s |" in rows[2]
     assert rows[3] == "| `demo/other.py` | *missing* | *missing* |"
+
+
+def test_records_table_has_a_column_for_each_release_that_made_records(tree):
+    write_record(tree, "cpu")
+    older = write_record(tree, "cpu", release="2.11.0")
+    write_record(tree, "cuda", release="2.11.0")
+    rows = expand(tree, "<!-- md:records -->\n").strip().splitlines()
+    assert rows[0] == (f"| Snippet | CUDA, torch {records.MAIN} | CUDA, torch 2.11.0 | CPU, torch {records.MAIN} | "
+                       f"CPU, torch 2.11.0 |")
+    assert rows[2].count("fresh ·") == 3 and "| *missing* |" in rows[2]
+    assert "(outputs/torch-2.11.0/cpu/demo/hello/manifest.json)" in rows[2] and older.is_dir()
+
+
+# ------------------------------------------------------------------------------------------ torch releases
+
+
+def test_a_page_shows_the_main_release_or_else_the_newest_that_has_a_record(tree):
+    write_record(tree, "cuda", release="2.11.0", stdout="from 2.11\n")
+    assert "from 2.11" in expand(tree, f"<!-- md:output {SNIPPET} -->\n")
+    write_record(tree, "cuda", release="2.13.0", stdout="from 2.13\n")
+    assert "from 2.13" in expand(tree, f"<!-- md:output {SNIPPET} -->\n")
+    write_record(tree, "cuda", stdout="from the main release\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET} -->\n")
+    assert "from the main release" in text and 'href="../outputs/cuda/demo/hello/manifest.json"' in text
+
+
+def test_an_output_other_releases_printed_alike_says_so_once_run_to_run_numbers_are_aside(tree):
+    write_record(tree, "cpu", stdout="buf3 at 0x7f00aa: 1.25 ms\n")
+    write_record(tree, "cpu", release="2.11.0", stdout="buf7 at 0x55bb00: 3.5 ms\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
+    assert f"The same on torch 2.11.0 and {records.MAIN}, addresses" in text
+    assert "printed this otherwise" not in text
+
+
+def test_an_output_another_release_printed_otherwise_offers_it_folded_in_a_tab(tree):
+    write_record(tree, "cpu", stdout="add_(alpha=-0.1)\n")
+    write_record(tree, "cpu", release="2.11.0", stdout="mul\nadd_\n")
+    write_record(tree, "cpu", release="2.13.0", stdout="add_(alpha=-0.1)\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
+    assert '??? note "torch 2.11.0 printed this otherwise"' in text
+    assert '===! "torch 2.11.0"' in text and "mul\n" in text.split('===! "torch 2.11.0"')[1]
+    assert "The same on" not in text
+
+
+def test_a_record_of_an_older_version_of_the_snippet_is_not_compared(tree):
+    write_record(tree, "cpu", stdout="new\n")
+    write_record(tree, "cpu", release="2.11.0", stdout="old\n", source="print('an older version')\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
+    assert "otherwise" not in text and "The same on" not in text
+
+
+def test_the_changes_page_diffs_what_changed_and_lists_what_did_not(tree):
+    docs = tree / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:output {SNIPPET}:main -->\n")
+    write_record(tree, "cpu", stdout="graph\nadd_ alpha\nreturn\n", results={"ops": 1, "graphs": 1})
+    write_record(tree, "cpu", release="2.11.0", stdout="graph\nmul\nadd_\nreturn\n", results={"ops": 2, "graphs": 1})
+    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = directives.expand("<!-- md:changes -->\n", on)
+    assert f'??? abstract "A chapter: `demo/hello.py` · `main`, torch 2.11.0 → {records.MAIN}"' in text
+    diff = text.split("```diff")[1].split("```")[0]
+    assert diff.splitlines()[1:-1] == ["      graph", "    - mul", "    - add_", "    + add_ alpha", "      return"]
+    assert f"| `demo/hello.py` | `ops` | 2.11.0: `2` → {records.MAIN}: `1` |" in text
+    assert "`graphs`" not in text
+
+
+def test_the_changes_page_with_one_release_says_nothing_can_be_compared(tree):
+    write_record(tree, "cpu")
+    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs",
+                         docs=tree / "docs")
+    assert "nothing can be compared yet" in directives.expand("<!-- md:changes -->\n", on)
 
 
 # ------------------------------------------------------------------------------------------ the option schema

@@ -16,7 +16,7 @@ from scripts import records
 from scripts.regenerate import GENERIC_USERS
 
 RECORDS = records.all_records()
-IDS = [f"{r.device}/{r.snippet}" for r in RECORDS]
+IDS = [f"{r.device}/torch-{r.release}/{r.snippet}" for r in RECORDS]
 SNIPPETS = records.find_snippets()
 # Fields of a Chrome trace that name the machine or the path it was written to.
 TRACE_PRIVATE = {"host_name", "hostName", "traceName", "distributedInfo"}
@@ -111,9 +111,24 @@ def test_committed_record_holds_nothing_private(record):
             assert not fields, f"{shown} keeps the profiler's machine fields {fields}"
 
 
+@pytest.mark.parametrize("record", RECORDS, ids=IDS)
+def test_a_record_lies_in_the_folder_of_the_torch_release_that_made_it(record):
+    assert record.folder.is_relative_to(records.release_root(record.release)), (
+        f"{record.where()} was made with torch {record.release}: its place is under "
+        f"{records.release_root(record.release).relative_to(records.ROOT)}/ (the recorder files it there)"
+    )
+
+
+def test_cpu_records_are_kept_for_three_torch_releases_the_main_one_first():
+    made = {r.release for r in RECORDS if r.device == "cpu"}
+    assert records.MAIN in made, f"no CPU record of the main release, torch {records.MAIN}"
+    assert len(made) >= 3, f"CPU records of torch {', '.join(sorted(made))} only: the site keeps three releases"
+
+
 @pytest.mark.parametrize("snippet", SNIPPETS)
 def test_every_snippet_has_a_fresh_cpu_record(snippet):
-    state = records.record(snippet, "cpu").state
+    # of the main release: the page falls back to an older release only where the main one has none
+    state = records.Record(snippet, "cpu", records.record_dir(snippet, "cpu")).state
     assert state == "fresh", (
         f"the CPU record of snippets/{snippet} is {state}: remake it with "
         f"{records.remake_hint(snippet, 'cpu')}"

@@ -588,3 +588,33 @@ def test_a_snippet_whose_later_process_fails_keeps_its_old_record(tree):
     assert result.returncode == 1
     assert "in process 2 of 3" in result.stdout
     assert (record(tree, "demo/timed") / "files" / "results.json").read_text() == before
+
+
+def test_unpacking_files_each_record_under_the_torch_release_that_made_it(tree):
+    # A GPU box on an older torch: its records go beside the main release's, never over them.
+    assert regenerate(tree).returncode == 0
+    manifest = record(tree) / "manifest.json"
+    made = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**made, "environment": {**made["environment"], "torch": "2.11.0+cu130"}}))
+    archive = tree / "records.tar.gz"
+    assert regenerate(tree, "--archive", str(archive)).returncode == 0
+    home = tree / "home"
+    unpacked = subprocess.run(
+        [sys.executable, "-m", "scripts.regenerate", "--unpack", str(archive), "--outputs-dir", str(home)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert (home / "torch-2.11.0" / "cpu" / "demo" / "hello" / "manifest.json").is_file()
+    assert not (home / "cpu").exists()
+    shown = records.record("demo/hello.py", "cpu", home, tree / "snippets")
+    assert shown.release == "2.11.0" and shown.site_path == "outputs/torch-2.11.0/cpu/demo/hello"
+
+
+def test_list_by_default_gives_a_column_per_torch_release():
+    result = subprocess.run([sys.executable, "-m", "scripts.regenerate", "--list", "--device", "cpu",
+                             "--only", "eager_mode/*"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].split()[:2] == ["torch", records.MAIN]
+    assert any(line.startswith(f"CPU, torch {records.MAIN} (main): ") for line in lines)
+    made = [r for r in records.release_roots() if records.find_records("cpu", records.release_root(r))]
+    assert len([line for line in lines if line.startswith("CPU, torch ")]) == len(set(made) | {records.MAIN})

@@ -41,9 +41,11 @@ results["input"] = {"batch": batch, "size": size, "dtype": dtype,
 
 # --8<-- [start:strides]
 def layouts(code):
-    """(buffer, shape, strides) of each buffer the generated code allocates or checks"""
+    """(buffer, shape, strides) of each buffer the generated code allocates or checks
+    (torch 2.15 checks with assert_tensor_metadata where 2.13 had assert_size_stride)"""
     found = re.findall(r"(buf\d+)\s*=\s*empty_strided_\w+\(\((.*?)\), \((.*?)\)"
-                       r"|assert_size_stride\((buf\d+), \((.*?)\), \((.*?)\)", code)
+                       r"|assert_(?:size_stride|tensor_metadata)\((buf\d+), \((.*?)\), "
+                       r"\((.*?)\)", code)
     return [(a or d, b or e, c or f) for a, b, c, d, e, f in found]
 
 

@@ -10,6 +10,7 @@ import torch
 from torch import tensor, device
 import torch.fx as fx
 from torch._dynamo.testing import rand_strided
+import math
 from math import inf
 import torch._inductor.inductor_prims
 
@@ -22,12 +23,13 @@ import torch.fx.experimental._config
 
 torch._inductor.config.fx_graph_cache = False
 torch._inductor.config.trace.enabled = False
-torch._inductor.config.trace.debug_dir = 'inductor_debug'
 torch._inductor.config.trace.save_real_tensors = False
+torch._inductor.config.trace.debug_dir = 'inductor_debug'
 torch._functorch.config.functionalize_rng_ops = False
 torch._functorch.config.fake_tensor_allow_unsafe_data_ptr_access = True
 torch._functorch.config.unlift_effect_tokens = True
 torch._functorch.config.selective_decompose = False
+
 
 
 
@@ -47,9 +49,9 @@ if "__compile_source__" in globals():
         __compile_source__.splitlines(True),
         __after_aot_filename,
     )
-# torch version: 2.13.0+cpu
-# torch cuda version: None
-# torch git version: cf30153c4c131c8164ee7798e5022d810682e2cb
+# torch version: 2.15.0+cu132
+# torch cuda version: 13.2
+# torch git version: d0f2af8b66b20da4baa50644c0cd3f887a2eae2e
 
 
 # torch.cuda.is_available()==False, no GPU info collected
@@ -81,7 +83,7 @@ mod = Repro()
 if __name__ == '__main__':
     from torch._dynamo.repro.after_aot import run_repro
     with torch.no_grad():
-        run_repro(mod, load_args, accuracy=False, command='run', save_dir=None, tracing_mode='real', check_str=None)
+        run_repro(mod, load_args, accuracy=False, command='run', save_dir=None, tracing_mode='real', check_str=None, is_inference=True)
         # To run it separately, do 
-        # mod, args = run_repro(mod, load_args, accuracy=False, command='get_args', save_dir=None, tracing_mode='real', check_str=None)
+        # mod, args = run_repro(mod, load_args, accuracy=False, command='get_args', save_dir=None, tracing_mode='real', check_str=None, is_inference=True)
         # mod(*args)

@@ -18,6 +18,7 @@ aten = torch.ops.aten
 inductor_ops = torch.ops.inductor
 _quantized = torch.ops._quantized
 assert_size_stride = torch._C._dynamo.guards.assert_size_stride
+assert_size_stride_grouped = torch._C._dynamo.guards.assert_size_stride_grouped
 assert_alignment = torch._C._dynamo.guards.assert_alignment
 empty_strided_cpu = torch._C._dynamo.guards._empty_strided_cpu
 empty_strided_cpu_pinned = torch._C._dynamo.guards._empty_strided_cpu_pinned
@@ -146,8 +147,7 @@ class Runner:
     def call(self, args):
         arg0_1, arg1_1 = args
         args.clear()
-        assert_size_stride(arg0_1, (100, 100), (100, 1), 'input')
-        assert_size_stride(arg1_1, (100, 100), (100, 1), 'input')
+        assert_size_stride_grouped((arg0_1, arg1_1), ((100, 100), (100, 100)), ((100, 1), (100, 1)), 'input')
         buf0 = empty_strided_cpu((100, 100), (100, 1), torch.float32)
         # Topologically Sorted Source Nodes: [z], Original ATen: [aten.mm]
         extern_kernels.mm(arg0_1, arg1_1, out=buf0)
