@@ -493,7 +493,8 @@ def site_pages(docs: Path) -> list[tuple[str, str, str]]:
     found = []
     for name in names:
         text = (docs / name).read_text()
-        title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), Path(name).stem)
+        body = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.DOTALL)  # YAML front matter
+        title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), Path(name).stem)
         found.append((name, title, text))
     return found
 
@@ -513,6 +514,13 @@ def site_directives(docs: Path, name: str) -> list[tuple[str, str, Directive]]:
 def site_outputs(docs: Path) -> list[tuple[str, str, str, str | None]]:
     """(page, title, snippet, section) of every md:output on the site, in nav order."""
     return [(src, title, *split_reference(d.args[0])) for src, title, d in site_directives(docs, "output")]
+
+
+def shown_value(value) -> str:
+    """A value for a table cell: a long list by its length."""
+    if isinstance(value, list) and len(value) > 6:
+        return f"{len(value)} items"
+    return "`" + str(value).replace("|", "\\|") + "`"
 
 
 def site_compares(docs: Path) -> list[tuple[str, str, str, str, str]]:
@@ -562,7 +570,7 @@ def render_changes(d: Directive, page: Page) -> str:
         for key, values in releases.counts(found) if len(found) > 1 else []:
             ordered = sorted(values, key=records.version_key)
             counted.append(f"| `{snippet}` | `{key}` | " + " → ".join(
-                f"{release}: `{values[release]}`" for release in ordered) + " |")
+                f"{release}: {shown_value(values[release])}" for release in ordered) + " |")
     if counted:
         out += ["## Counts and values that differ", "",
                 "From each record's `results.json`: whole numbers, words and flags (measurements are in the "

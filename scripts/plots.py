@@ -32,7 +32,7 @@ PALETTES = {
     "dark": {"fg": "#eceff6", "muted": "#c3c8d6", "grid": "#474c59", "bg": "#1e2129",
              "series": ["#9fa8da", "#ffab91", "#80cbc4", "#ce93d8"], "alt": ["#7986cb", "#ff8a65"]},
 }
-KINDS = ("timeline", "bars", "speedup", "lines", "roofline", "breakeven", "strip", "grid")
+KINDS = ("timeline", "bars", "speedup", "lines", "roofline", "breakeven", "strip", "grid", "tiles")
 # The options each kind of chart reads (scripts/directives.py refuses any other on an md:figure).
 OPTIONS = {
     "timeline": (),
@@ -43,6 +43,7 @@ OPTIONS = {
     "breakeven": ("base", "other", "compile", "calls"),
     "strip": ("key", "label"),
     "grid": ("rows", "labels", "xlabel"),
+    "tiles": ("keys", "labels", "wave"),
 }
 
 
@@ -449,5 +450,40 @@ def draw_grid(record: Record, options: dict, colors: dict):
                     for name, found in zip(names, cells))
     return fig, "Compiled or reused, per call. " + alt + "."
 
+def draw_tiles(record: Record, options: dict, colors: dict):
+    """Grids of output tiles side by side, each cell the launch order of the program that computes it (a 2-D
+    list of program ids per key): the first `wave` programs (an int under that key) in the accent colour,
+    the later ones paler the later they start."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
+
+    wanted = keys(options, "keys")
+    names = labels(options, wanted)
+    grids = [value(record, k) for k in wanted]
+    if not all(isinstance(g, list) and g and all(isinstance(r, list) and len(r) == len(g[0]) for r in g)
+               for g in grids):
+        raise FigureError(f"keys={options['keys']}: each must be a grid, a list of equal rows of program ids")
+    wave = value(record, options["wave"]) if options.get("wave") else 0
+    fig, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 4.6), squeeze=False)
+    accent, base, background = (to_rgb(c) for c in (colors["series"][1], colors["series"][0], colors["bg"]))
+    for ax, grid, name in zip(axes[0], grids, names):
+        last = max(max(row) for row in grid) or 1
+        cells = [[accent if pid < wave else tuple(b + (f - b) * (0.25 + 0.65 * pid / last)
+                                                   for b, f in zip(base, background))
+                  for pid in row] for row in grid]
+        ax.imshow(cells, interpolation="nearest")
+        ax.set_title(name, fontsize=12, color=colors["fg"])
+        ax.set_xlabel("column of tiles (of B)")
+        ax.set_ylabel("row of tiles (of A)")
+        ax.tick_params(labelsize=10)
+    first = f"the first {wave} programs, in the accent colour; " if wave else ""
+    alt = (f"Tile grids, one per order ({', '.join(names)}): {first}later programs paler the later they start. "
+           + "; ".join(f"{name}: the first wave spans {len({r for r, row in enumerate(g) for p in row if p < wave})} "
+                       f"rows and {len({c for row in g for c, p in enumerate(row) if p < wave})} columns of tiles"
+                       for name, g in zip(names, grids)))
+    return fig, alt + "."
+
+
 DRAW = {"timeline": draw_timeline, "bars": draw_bars, "speedup": draw_speedup, "lines": draw_lines,
-        "roofline": draw_roofline, "breakeven": draw_breakeven, "strip": draw_strip, "grid": draw_grid}
+        "roofline": draw_roofline, "breakeven": draw_breakeven, "strip": draw_strip, "grid": draw_grid,
+        "tiles": draw_tiles}

@@ -21,19 +21,24 @@ from dataclasses import dataclass
 from scripts import records
 
 # A number with a point after these words is a version, which a release may change: it is kept.
-VERSION_BEFORE = re.compile(r"(?:version|PTX|ISA|torch|triton|Python|CUDA|jax)[\s:=]*\Z", re.IGNORECASE)
+VERSION_BEFORE = re.compile(r"(?:version|PTX|ISA|torch|triton|Python|CUDA|jax)[\s=]*\Z", re.IGNORECASE)
 RUN_TO_RUN = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
     (re.compile(r"\b[0-9a-f]{12,}\b"), "<hash>"),
     (re.compile(r"(?<![\w.,])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?"), "<n>"),  # 2,076,818 or 1,281.7
     (re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?"),
      lambda m: m.group(0) if VERSION_BEFORE.search(m.string, max(0, m.start() - 12), m.start()) else "<n>"),
-    (re.compile(r"\b\d+(?=\s*(?:us|µs|ms|ns|s)\b)"), "<n>"),  # a duration printed as a whole number
+    (re.compile(r"\b\d+(?=\s*(?:us|µs|ms|ns|s|GB/s|TB/s|[GT]FLOP/s|%)(?!\w))"), "<n>"),  # measured, whole
+    (re.compile(r"\b(after|in) \d+ calls\b"), r"\1 <n> calls"),  # a break-even from timings
+    (re.compile(r"\b(U?R|U?P)\d+\b"), r"\1<i>"),  # the registers a compiler allocated
     (re.compile(r"\b(__compiled_fn|__resume_at|__transformed_code|__temp|graph|buf|arg|primals|tangents|getitem)"
                 r"((?:_\d+)+|\d+)\b"), r"\1<i>"),
     (re.compile(r"\b(graph_id|compile_id|frame_id)[=:]\s*\d+"), r"\1=<i>"),
     (re.compile(r"\[\d+/\d+\]"), "[<i>/<i>]"),  # Dynamo's frame/compile ids in log lines
 ]
+
+
+VERSIONS = {"torch", "triton", "jax", "jaxlib", "numpy", "python"}  # each record's provenance names them
 
 
 def normalise(text: str) -> str:
@@ -122,8 +127,9 @@ def counts(found: list[records.Record]) -> list[tuple[str, dict[str, object]]]:
     for record in found:
         measured = set(record.results.get("process_values", {}))
         for key, value in leaves(record.results):
-            if key.startswith("process_values") or key in measured:
-                continue
+            parts = key.split(".")
+            if parts[0] in ("process_values", "maps") or key in measured or parts[-1] in VERSIONS:
+                continue  # measurements, the explorer's line maps, versions
             flat.setdefault(key, {})[record.release] = value
     return [(key, values) for key, values in flat.items()
             if len(values) == len(found) and len({repr(v) for v in values.values()}) > 1]

@@ -28,6 +28,7 @@ RESULTS = {
     "who": [0, 0, 1, 1, 2],
     "shapes": {"static": {"after": {"(8, 16)": 1, "(12, 16)": 2, "(20, 16)": 3}},
                "dynamic": {"after": {"(8, 16)": 1, "(12, 16)": 1, "(20, 16)": 1}}},
+    "tiles": {"row_major": [[0, 1, 2], [3, 4, 5]], "grouped": [[0, 2, 4], [1, 3, 5]], "wave": 2},
     "roofline": {"label": "Test GPU", "bandwidth_gbps": 3350, "peak_tflops": 989,
                  "points": [{"label": "matmul", "intensity": 300, "tflops": 600, "measured": True},
                             {"label": "softmax", "intensity": 0.5, "tflops": 1.5, "measured": False}]},
@@ -65,6 +66,8 @@ KINDS = {
                            "compile": "compile_s"}),
     "strip": ("who", {"kind": "strip", "key": "who"}),
     "grid": ("shapes", {"kind": "grid", "rows": "shapes.static,shapes.dynamic", "labels": "static,dynamic"}),
+    "tiles": ("order", {"kind": "tiles", "keys": "tiles.row_major,tiles.grouped", "labels": "row-major,grouped",
+                        "wave": "tiles.wave"}),
 }
 
 
@@ -196,3 +199,11 @@ def test_the_roofline_tells_eager_from_fused_and_draws_each_roof(tmp_path):
     labels = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
     assert labels and not any("10^" in label or "times" in label or "×" in label for label in labels), labels
     plt.close(fig)
+
+
+def test_a_tile_grid_says_in_words_where_the_first_wave_falls(record):
+    from scripts import plots
+
+    _, alt = plots.draw_tiles(record, KINDS["tiles"][1], plots.PALETTES["light"])
+    assert "row-major: the first wave spans 1 rows and 2 columns" in alt
+    assert "grouped: the first wave spans 2 rows and 1 columns" in alt

@@ -35,3 +35,22 @@ def test_a_diff_shows_the_lines_as_printed_with_a_line_of_context():
     old = "graph\nmul 1.5 ms\nadd_\nreturn\none\ntwo\nthree\nfour\nend 0x7f00aa\n"
     new = "graph\nadd_ alpha 2.5 ms\nreturn\none\ntwo\nthree\nfour\nend 0x55bb00\n"
     assert releases.diff(old, new) == ["  graph", "- mul 1.5 ms", "- add_", "+ add_ alpha 2.5 ms", "  return"]
+
+
+@pytest.mark.parametrize("a, b", [
+    ("eager: 15 passes, 1920 MiB at 9 GB/s", "eager: 15 passes, 1920 MiB at 7 GB/s"),
+    ("x + y moves 48.45 GB/s: 79% of the copy's bandwidth", "x + y moves 76.10 GB/s: 95% of the copy's bandwidth"),
+    ("compiling pays off after 15 calls", "compiling pays off after 14 calls"),
+    ("SASS  HMMA.16816.F32 R80, R64.reuse, R104, R80", "SASS  HMMA.16816.F32 R4, R68.reuse, R2, R4"),
+])
+def test_measured_whole_numbers_and_allocated_registers_are_set_aside(a, b):
+    assert releases.normalise(a) == releases.normalise(b)
+
+
+def test_bytes_and_counts_are_kept():
+    assert releases.normalise("15 passes, 1920 MiB") != releases.normalise("9 passes, 1152 MiB")
+
+
+def test_a_measurement_after_a_colon_is_not_a_version():
+    assert releases.normalise("error against torch: 5.6e-09") == releases.normalise("error against torch: 7.5e-09")
+    assert releases.normalise("torch 2.13.0") != releases.normalise("torch 2.15.0")

@@ -427,15 +427,19 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
-def stage_map(compiled, name, target):
+def stage_map(compiled, name, target, kernel):
     """Every stage of one compiled kernel as (source line or None, text) pairs,
     summed up for the record, and each stage as a file: per line, its source
-    line (or -), a tab, the text."""
-    stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
-              "TTGIR": mlir_lines(compiled.asm["ttgir"]),
-              "LLVM IR": llvm_lines(compiled.asm["llir"]),
-              "PTX": ptx_lines(compiled.asm["ptx"]),
-              "SASS": sass_lines(compiled.asm["cubin"])}
+    line (or -), a tab, the text. A location outside the kernel's own lines
+    (Triton 3.9 gives a few sm_100 loads a blank line below it) counts as none."""
+    source, first = inspect.getsourcelines(kernel.fn)
+    own = range(first, first + len(source))
+    stages = {stage: [(line if line in own else None, text) for line, text in pairs]
+              for stage, pairs in {"TTIR": mlir_lines(compiled.asm["ttir"]),
+                                   "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+                                   "LLVM IR": llvm_lines(compiled.asm["llir"]),
+                                   "PTX": ptx_lines(compiled.asm["ptx"]),
+                                   "SASS": sass_lines(compiled.asm["cubin"])}.items()}
     summary = {
         "lines": {stage: len(pairs) for stage, pairs in stages.items()},
         "unmapped": {stage: sum(line is None for line, _ in pairs)
@@ -507,7 +511,7 @@ def kernel_map(name, code, user_fn):
                 ASTSource(fn=kernel, signature=signature, constexprs={"XBLOCK": 1024},
                           attrs=hints),
                 target=GPUTarget("cuda", cc, 32), options={"num_warps": 4})
-            found["targets"][target], files = stage_map(compiled, name, target)
+            found["targets"][target], files = stage_map(compiled, name, target, kernel)
             found["files"].update(files)
     # One step further back: the comment above the kernel names the graph's nodes
     # and ATen ops it computes; the user's line is where those nodes came from.

@@ -251,15 +251,19 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
-def stage_map(compiled, name, target):
+def stage_map(compiled, name, target, kernel):
     """Every stage of one compiled kernel as (source line or None, text) pairs,
     summed up for the record, and each stage as a file: per line, its source
-    line (or -), a tab, the text."""
-    stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
-              "TTGIR": mlir_lines(compiled.asm["ttgir"]),
-              "LLVM IR": llvm_lines(compiled.asm["llir"]),
-              "PTX": ptx_lines(compiled.asm["ptx"]),
-              "SASS": sass_lines(compiled.asm["cubin"])}
+    line (or -), a tab, the text. A location outside the kernel's own lines
+    (Triton 3.9 gives a few sm_100 loads a blank line below it) counts as none."""
+    source, first = inspect.getsourcelines(kernel.fn)
+    own = range(first, first + len(source))
+    stages = {stage: [(line if line in own else None, text) for line, text in pairs]
+              for stage, pairs in {"TTIR": mlir_lines(compiled.asm["ttir"]),
+                                   "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+                                   "LLVM IR": llvm_lines(compiled.asm["llir"]),
+                                   "PTX": ptx_lines(compiled.asm["ptx"]),
+                                   "SASS": sass_lines(compiled.asm["cubin"])}.items()}
     summary = {
         "lines": {stage: len(pairs) for stage, pairs in stages.items()},
         "unmapped": {stage: sum(line is None for line, _ in pairs)
@@ -283,7 +287,8 @@ for name, (kernel, *_) in KERNELS.items():
                   "code_lines": code_lines(kernel.fn), "targets": {}}
     for cc, target in TARGETS.items():
         compiled = compile_for(name, cc, hints=True)
-        maps[name]["targets"][target], kernel_files = stage_map(compiled, name, target)
+        maps[name]["targets"][target], kernel_files = stage_map(compiled, name, target,
+                                                                kernel)
         files.update(kernel_files)
 # --8<-- [end:maps]
 
@@ -296,7 +301,7 @@ for name, kernel_map in maps.items():
             f"{found['lines'][s] - found['unmapped'][s]:>6}/{found['lines'][s]:<5}"
             for s in STAGES)
         print(f"{name:<19}{target:<7}{cells}")
-print("each cell: the stage's lines that carry a line of this file / all its lines")
+print("each cell: the stage's lines that carry a line of the kernel / all its lines")
 for name, kernel_map in maps.items():
     found = kernel_map["targets"]["sm_90"]
     silent = [line for line in kernel_map["code_lines"]

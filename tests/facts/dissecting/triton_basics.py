@@ -36,8 +36,11 @@ def _(record):
     assert "never run" in record.section("warps")
     # What fits on one SM (a model from the H100's published limits): one warp per program is capped by the
     # 32 programs an SM holds, at half its warps; four warps or more fill all 64 slots, the thread limit
-    # binding; three stages need more registers than one, across a step of the per-warp allocation of 256,
-    # and the registers, not the shared memory, cut the programs below one stage's.
+    # binding. Three stages need more registers than one. With torch 2.15's Triton 3.9 that crosses a step of
+    # the per-warp allocation of 256, yet the registers bind only as tightly as the threads and every build
+    # fills the SM; with torch 2.13's Triton 3.7 the registers, not the shared memory, cut the three-stage
+    # build's programs below one stage's. (Torch 2.11's Triton 3.6 stays within one step; the page says
+    # nothing of it.)
     occupancy = results["occupancy"]
     one = occupancy["num_warps_1"]
     assert one["limited_by"] == "programs" and one["programs"] == 32 and one["occupancy"] == 0.5, one
@@ -45,9 +48,15 @@ def _(record):
         o = occupancy[f"num_warps_{asked}"]
         assert "threads" in o["limited_by"] and o["occupancy"] == 1.0, (asked, o)
     step = {s: -(-stages[s]["registers"] * 32 // 256) for s in ("1", "3")}  # allocation steps per warp
-    assert stages["3"]["registers"] > stages["1"]["registers"] and step["3"] > step["1"], stages
+    assert stages["3"]["registers"] > stages["1"]["registers"], stages
     three = occupancy["num_stages_3"]
-    assert three["limited_by"] == "registers", three
-    assert three["programs"] < occupancy["num_stages_1"]["programs"], occupancy
+    if record.made_with((2, 15)):
+        assert step["3"] > step["1"], stages
+        assert three["limited_by"] == "registers and threads", three
+        assert all(o["occupancy"] == 1.0 for name, o in occupancy.items() if name.startswith("num_stages")), occupancy
+    elif record.made_with((2, 13)):
+        assert step["3"] > step["1"], stages
+        assert three["limited_by"] == "registers", three
+        assert three["programs"] < occupancy["num_stages_1"]["programs"], occupancy
     for name, o in occupancy.items():
         assert o["warps"] == o["programs"] * (4 if name.startswith("num_stages") else int(name.split("_")[-1]))
