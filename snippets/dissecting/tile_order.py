@@ -1,13 +1,13 @@
-"""The order of tiles: a Triton matrix product whose programs walk the output in groups of
-rows (the "L2 swizzle" of Triton's matmul tutorial), against plain row-major order.
+"""The order of tiles: a Triton matrix product whose programs walk the output in
+groups of rows (the "L2 swizzle" of Triton's matmul tutorial), against row-major order.
 
     python snippets/dissecting/tile_order.py
 
-Both orders compute the same product: the kernel runs (on a GPU, or without one in Triton's
-interpreter: TRITON_INTERPRET=1, set below before triton is imported) and is compared with
-torch. Then a small kernel records which tile each program of an H100-sized launch takes, in
-each order, and a model from the H100's published figures counts the bytes of A and B that
-the first wave of programs reads.
+Both orders compute the same product: the kernel runs (on a GPU, or without one in
+Triton's interpreter: TRITON_INTERPRET=1, set below before triton is imported) and is
+compared with torch. Then a small kernel records which tile each program of an
+H100-sized launch takes, in each order, and a model from the H100's published figures
+counts the bytes of A and B that the first wave of programs reads.
 """
 
 import os
@@ -47,7 +47,7 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr, GROUP_M: tl.conste
     cols = n * BLOCK + tl.arange(0, BLOCK)
     ks = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK, BLOCK), tl.float32)
-    for k in range(0, K, BLOCK):  # this tile's row of A and column of B, a block at a time
+    for k in range(0, K, BLOCK):  # the tile's row of A, column of B, a block a step
         a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :])
         b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :])
         acc += tl.dot(a, b)
@@ -109,7 +109,8 @@ for name, grid in order.items():
     print(f"{name:>9}: the first {SMS} programs read {rows_of_a} rows of tiles of A "
           f"and {cols_of_b} columns of B: {wave[name]['mib']:.0f} MiB")
 ratio = wave["row_major"]["mib"] / wave["grouped"]["mib"]
-print(f"row-major order reads {ratio:.1f}x the bytes of grouped order in its first wave")
+print(f"row-major order reads {ratio:.1f}x the bytes of grouped order "
+      "in its first wave")
 # --8<-- [end:wave]
 results["wave"] = {**wave, "sms": SMS, "block_mib": block_mib, "ratio": ratio,
                    "group": GROUP, "tiles": tiles, "size": SIZE, "tile": TILE}
