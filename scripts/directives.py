@@ -548,7 +548,7 @@ def render_changes(d: Directive, page: Page) -> str:
                      f"{', '.join(python)} |")
     out = ["\n".join(lines), ""]
     shown = site_outputs(docs)
-    unchanged, seen = [], set()
+    unchanged, seen, diffs = [], set(), []
     for src, title, snippet, section in shown:
         if (snippet, section) in seen or not (page.snippets / snippet).is_file():
             continue
@@ -561,9 +561,13 @@ def render_changes(d: Directive, page: Page) -> str:
             continue
         for change in found:
             body = fenced("\n".join(change.lines), "diff")
-            out.append(f'??? abstract "{title}: {where}, torch {change.older.release} → {change.newer.release}"\n\n'
-                       f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
-                       f"{change.newer.release}; a line of context either side.\n\n{indent(body)}\n")
+            diffs.append(f'??? abstract "{title}: {where}, torch {change.older.release} → {change.newer.release}"\n\n'
+                         f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
+                         f"{change.newer.release}; a line of context either side.\n\n{indent(body)}\n")
+    if diffs:
+        out += ["## Outputs that differ", "",
+                f"{len(diffs)} changes between consecutive releases, in the order of the chapters. Open one "
+                f"for the lines that differ.", "", *diffs]
     counted = []
     for snippet in records.find_snippets(page.snippets):
         found = releases.comparable(snippet, "cpu", page.outputs, page.snippets)
@@ -572,34 +576,44 @@ def render_changes(d: Directive, page: Page) -> str:
             counted.append(f"| `{snippet}` | `{key}` | " + " → ".join(
                 f"{release}: {shown_value(values[release])}" for release in ordered) + " |")
     if counted:
+        table = "\n".join(["| Snippet | Key | By release |", "|---|---|---|", *counted])
         out += ["## Counts and values that differ", "",
-                "From each record's `results.json`: whole numbers, words and flags (measurements are in the "
-                "next table).", "", "| Snippet | Key | By release |", "|---|---|---|", *counted, ""]
-    compared = []
+                f'??? info "{len(counted)} values in the records\' `results.json` differ"\n\n'
+                "    Whole numbers, words and flags; measurements are in the next section.\n\n"
+                + indent(table) + "\n"]
+    compared, steady = [], 0
     for src, title, snippet, key_a, key_b in site_compares(docs):
         found = sorted(releases.comparable(snippet, "cpu", page.outputs, page.snippets),
                        key=lambda r: records.version_key(r.release))
-        cells = []
+        cells, verdicts = [], set()
         for record in found:
             try:
                 a, b = record.value(key_a), record.value(key_b)
             except KeyError:
                 continue
             ratio, lo, hi = records.timing_band(a, b)
-            cells.append(f"{record.release}: {records.judge(a, b)} ({ratio:.2f}; {lo:.2f}–{hi:.2f})")
+            words = records.judge(a, b)
+            verdicts.add(words.split("×")[-1].strip())
+            cells.append(f"{record.release}: {words} ({ratio:.2f}; {lo:.2f}–{hi:.2f})")
         if len(cells) > 1:
+            steady += len(verdicts) == 1
             compared.append(f"| [{title}]({page.md_link(src)}) | `{snippet}`: `{key_b}` against `{key_a}` | "
                             + "<br>".join(cells) + " |")
     if compared:
+        table = "\n".join(["| Page | Comparison | By release |", "|---|---|---|", *compared])
         out += ["## Timings, release by release", "",
-                "Each comparison a page makes from CPU timings, judged by the site's one rule in each release's "
-                "record: the verdict, the median ratio of the per-process medians, and its range over the "
-                "record's fresh processes. The releases were recorded on different days on the same kind of "
-                "machine.", "", "| Page | Comparison | By release |", "|---|---|---|", *compared, ""]
+                f"Of the {len(compared)} timed comparisons the chapters make on the CPU, {steady} point the same "
+                "way in every release's record (faster, slower, or about the same), judged by the site's one "
+                "rule. The releases were recorded on different days on the same kind of machine, whose timings "
+                f"move between processes ([How timings are taken]({page.md_link('reproduce.md')}"
+                "#how-timings-are-taken)).",
+                "", '??? info "Each comparison, release by release"\n\n'
+                "    The verdict, the median ratio of the per-process medians, and its range over the record's "
+                "fresh processes.\n\n" + indent(table) + "\n"]
     if unchanged:
         out += ["## The same on every release", "",
-                "These outputs differ only in addresses, hashes, measured numbers and generated names.", "",
-                *[f"- {item}" for item in unchanged], ""]
+                f'??? success "{len(unchanged)} outputs differ only in addresses, hashes, measured numbers and '
+                f'generated names"\n\n' + indent("\n".join(f"- {item}" for item in unchanged)) + "\n"]
     return "\n".join(out) + "\n"
 
 

@@ -77,7 +77,8 @@ def page_urls() -> list[str]:
 
 
 PAGES = page_urls()
-CHAPTERS = [p for p in PAGES if p and not p.startswith("notebooks/") and p not in ("reproduce/", "contributing/")]
+REFERENCE = ("reproduce/", "contributing/", "versions/")  # pages about the site, not chapters of the book
+CHAPTERS = [p for p in PAGES if p and not p.startswith("notebooks/") and p not in REFERENCE]
 # Allowance: a block may overflow by a few pixels of rounding, never by a character.
 OVERFLOW_ALLOWANCE_PX = 4
 # The reader issue's goals for a page one reads in one sitting (measured at 1280 x 900).
