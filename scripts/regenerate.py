@@ -171,6 +171,8 @@ def nvidia_driver() -> str | None:
 def scrubber(extra_paths: list[Path]):
     """Return a function that replaces what is private to this machine with stable placeholders."""
     paths = {str(ROOT): "<repo>", str(Path.home()): "~", tempfile.gettempdir(): "<tmp>"}
+    if sys.prefix != sys.base_prefix:  # a venv outside the repository (one per torch release, say)
+        paths[sys.prefix] = "<venv>"
     paths.update({str(p): "<tmp>" for p in extra_paths})
     for original, placeholder in list(paths.items()):
         with contextlib.suppress(OSError):

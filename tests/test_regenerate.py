@@ -618,3 +618,12 @@ def test_list_by_default_gives_a_column_per_torch_release():
     assert any(line.startswith(f"CPU, torch {records.MAIN} (main): ") for line in lines)
     made = [r for r in records.release_roots() if records.find_records("cpu", records.release_root(r))]
     assert len([line for line in lines if line.startswith("CPU, torch ")]) == len(set(made) | {records.MAIN})
+
+
+def test_the_venv_the_recorder_runs_in_is_scrubbed_wherever_it_lies():
+    from scripts import regenerate as recorder
+
+    scrub = recorder.scrubber([])
+    inside = f"{sys.prefix}/lib/site-packages/torch/profiler.py:2: UserWarning"
+    assert scrub(inside) == ("<venv>/lib/site-packages/torch/profiler.py:2: UserWarning"
+                             if sys.prefix != sys.base_prefix else inside)
