@@ -466,8 +466,6 @@ def render_records(d: Directive, page: Page) -> str:
     heads = [f"{LABELS[device]}, torch {release}" for device, release, _ in columns]
     rows = ["| Snippet | " + " | ".join(heads) + " |", "|---|" + "---|" * len(columns)]
     for snippet in records.find_snippets(page.snippets):
-        if not (page.snippets / snippet).is_file():
-            continue
         cells = []
         for device, _, root in columns:
             record = records.Record(snippet, device, records.record_dir(snippet, device, root), page.snippets)
@@ -591,10 +589,9 @@ def render_changes(d: Directive, page: Page) -> str:
                 a, b = record.value(key_a), record.value(key_b)
             except KeyError:
                 continue
-            ratio, lo, hi = records.timing_band(a, b)
-            words = records.judge(a, b)
-            verdicts.add(words.split("×")[-1].strip())
-            cells.append(f"{record.release}: {words} ({ratio:.2f}; {lo:.2f}–{hi:.2f})")
+            words, _, cell = records.verdict(a, b)
+            verdicts.add(records.direction(words))
+            cells.append(f"{record.release}: {cell}")
         if len(cells) > 1:
             steady += len(verdicts) == 1
             compared.append(f"| [{title}]({page.md_link(src)}) | `{snippet}`: `{key_b}` against `{key_a}` | "

@@ -462,3 +462,15 @@ def judge(a: dict, b: dict) -> str:
         return "about the same"
     factor = ratio if ratio > 1 else 1 / ratio
     return f"{factor:.{1 if factor < 10 else 0}f}× " + ("faster" if ratio > 1 else "slower")
+
+
+def direction(words: str) -> int:
+    """1 for "faster", -1 for "slower", 0 for "about the same"."""
+    return 1 if words.endswith("faster") else -1 if words.endswith("slower") else 0
+
+
+def verdict(a: dict, b: dict) -> tuple[str, float, str]:
+    """(the judging words, the ratio a/b, a table cell: the words, the ratio and the range of ratios)."""
+    ratio, lo, hi = timing_band(a, b)
+    words = judge(a, b)
+    return words, ratio, f"{words} ({ratio:.2f}; {lo:.2f}–{hi:.2f})"

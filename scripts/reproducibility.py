@@ -38,10 +38,6 @@ def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:
             for src, _, snippet, a, b in site_compares(docs)]
 
 
-def direction(words: str) -> int:
-    return 1 if words.endswith("faster") else -1 if words.endswith("slower") else 0
-
-
 def report(rows: list[dict], runs: list[Path]) -> str:
     lines = [f"| page | snippet: A → B | {' | '.join(f'run {i + 1}' for i in range(len(runs)))} | moved | goals |",
              "|---|---|" + "---|" * len(runs) + "---|---|"]
@@ -55,11 +51,10 @@ def report(rows: list[dict], runs: list[Path]) -> str:
             except (KeyError, records.CorruptRecord):
                 cells.append("—")
                 continue
-            ratio, lo, hi = records.timing_band(a, b)
-            words = records.judge(a, b)
+            words, ratio, cell = records.verdict(a, b)
             ratios.append(ratio)
-            directions.add(direction(words))
-            cells.append(f"{words} ({ratio:.2f}; {lo:.2f}–{hi:.2f})")
+            directions.add(records.direction(words))
+            cells.append(cell)
         moved = max(ratios) / min(ratios) if ratios else float("nan")
         ok = len(ratios) == len(runs) and not {1, -1} <= directions and moved <= GOAL_RATIO
         held += ok

@@ -427,13 +427,11 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
-def stage_map(compiled, name, target, kernel):
+def stage_map(compiled, name, target, own):
     """Every stage of one compiled kernel as (source line or None, text) pairs,
     summed up for the record, and each stage as a file: per line, its source
-    line (or -), a tab, the text. A location outside the kernel's own lines
+    line (or -), a tab, the text. A location outside the kernel's own lines `own`
     (Triton 3.9 gives a few sm_100 loads a blank line below it) counts as none."""
-    source, first = inspect.getsourcelines(kernel.fn)
-    own = range(first, first + len(source))
     stages = {stage: [(line if line in own else None, text) for line, text in pairs]
               for stage, pairs in {"TTIR": mlir_lines(compiled.asm["ttir"]),
                                    "TTGIR": mlir_lines(compiled.asm["ttgir"]),
@@ -505,13 +503,14 @@ def kernel_map(name, code, user_fn):
         source, first = inspect.getsourcelines(kernel.fn)
         found.update(first_line=first, source=[s.rstrip("\n") for s in source],
                      code_lines=code_lines(kernel.fn))
+        own = range(first, first + len(source))
         for cc, target in {80: "sm_80", 90: "sm_90", 100: "sm_100"}.items():
             # XBLOCK = 1024 and 4 warps here; on a GPU Inductor picks them at launch.
             compiled = triton.compile(
                 ASTSource(fn=kernel, signature=signature, constexprs={"XBLOCK": 1024},
                           attrs=hints),
                 target=GPUTarget("cuda", cc, 32), options={"num_warps": 4})
-            found["targets"][target], files = stage_map(compiled, name, target, kernel)
+            found["targets"][target], files = stage_map(compiled, name, target, own)
             found["files"].update(files)
     # One step further back: the comment above the kernel names the graph's nodes
     # and ATen ops it computes; the user's line is where those nodes came from.

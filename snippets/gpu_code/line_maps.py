@@ -251,13 +251,11 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
-def stage_map(compiled, name, target, kernel):
+def stage_map(compiled, name, target, own):
     """Every stage of one compiled kernel as (source line or None, text) pairs,
     summed up for the record, and each stage as a file: per line, its source
-    line (or -), a tab, the text. A location outside the kernel's own lines
+    line (or -), a tab, the text. A location outside the kernel's own lines `own`
     (Triton 3.9 gives a few sm_100 loads a blank line below it) counts as none."""
-    source, first = inspect.getsourcelines(kernel.fn)
-    own = range(first, first + len(source))
     stages = {stage: [(line if line in own else None, text) for line, text in pairs]
               for stage, pairs in {"TTIR": mlir_lines(compiled.asm["ttir"]),
                                    "TTGIR": mlir_lines(compiled.asm["ttgir"]),
@@ -285,10 +283,11 @@ for name, (kernel, *_) in KERNELS.items():
     source, first = inspect.getsourcelines(kernel.fn)  # first: the decorator's line
     maps[name] = {"first_line": first, "source": [s.rstrip("\n") for s in source],
                   "code_lines": code_lines(kernel.fn), "targets": {}}
+    own = range(first, first + len(source))
     for cc, target in TARGETS.items():
         compiled = compile_for(name, cc, hints=True)
         maps[name]["targets"][target], kernel_files = stage_map(compiled, name, target,
-                                                                kernel)
+                                                                own)
         files.update(kernel_files)
 # --8<-- [end:maps]
 
