@@ -116,6 +116,13 @@ def readable(number: float) -> str:
     return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
 
 
+def counted(number: float, unit: str) -> str:
+    """'1 graph', '2 graphs': a count's unit agrees with it; other units (MiB, GB/s) are left as they are."""
+    if number == 1 and unit.isalpha() and unit.endswith("s"):
+        unit = unit[:-1]
+    return f"{readable(number)} {unit}"
+
+
 def time_unit(medians: list[float]) -> tuple[str, float]:
     largest = max(medians)
     return ("s", 1e-6) if largest >= 1e6 else ("ms", 1e-3) if largest >= 1e4 else ("µs", 1.0)
@@ -156,7 +163,7 @@ def draw_bars(record: Record, options: dict, colors: dict):
     end = max(hi + ([line] if line else []))
     for pos, v, h in zip(positions, values, hi):
         # The number sits past the whisker's end, so it never touches the bar or the whisker.
-        ax.text(h + end * 0.02, pos, f"{readable(v)} {unit}", va="center", fontsize=10, color=colors["fg"])
+        ax.text(h + end * 0.02, pos, counted(v, unit), va="center", fontsize=10, color=colors["fg"])
     if line is not None:
         ax.axvline(line, color=colors["fg"], linestyle="--", linewidth=1)
         ax.text(line, len(items) - 0.45, f" {options.get('line_label', '')} {readable(line)} {unit}",
@@ -164,9 +171,11 @@ def draw_bars(record: Record, options: dict, colors: dict):
     ax.set_xlim(0, end * 1.35)
     ax.set_ylim(-0.6, len(items) - 0.4 + (0.5 if line is not None else 0))
     ax.set_xlabel(f"median ({unit}); whiskers: interquartile range" if timings else unit)
+    if all(isinstance(i, int) for i in items):  # counts: whole-number ticks
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.grid(axis="x")
     spread = " (interquartile range shown)" if timings else ""
-    alt = "Bar chart" + spread + ": " + "; ".join(f"{n} {readable(v)} {unit}" for n, v in zip(names, values))
+    alt = "Bar chart" + spread + ": " + "; ".join(f"{n} {counted(v, unit)}" for n, v in zip(names, values))
     if line is not None:
         alt += f"; dashed line: {options.get('line_label', 'reference')} {readable(line)} {unit}"
     return fig, alt + "."

@@ -25,6 +25,7 @@ RESULTS = {
     "sweep": {"sizes": SIZES, "eager": [timing(10.0 * s) for s in SIZES],
               "compiled": [timing(400.0 + 4.0 * s) for s in SIZES], "ratio": [0.5, 1, 2, 3, 4]},
     "compile_s": 0.5,
+    "graphs": {"default": 2, "lever": 1},
     "who": [0, 0, 1, 1, 2],
     "shapes": {"static": {"after": {"(8, 16)": 1, "(12, 16)": 2, "(20, 16)": 3}},
                "dynamic": {"after": {"(8, 16)": 1, "(12, 16)": 1, "(20, 16)": 1}}},
@@ -57,6 +58,7 @@ KINDS = {
     "bars": ("speed", {"kind": "bars", "keys": "timing.eager,timing.compiled", "labels": "eager,compiled"}),
     "bars of numbers": ("bw", {"kind": "bars", "keys": "bandwidth.copy,bandwidth.fused", "unit": "GB/s",
                                "line": "bandwidth.peak", "line_label": "peak"}),
+    "bars of counts": ("graphs", {"kind": "bars", "keys": "graphs.default,graphs.lever", "unit": "graphs"}),
     "speedup": ("speedup", {"kind": "speedup", "x": "sweep.sizes", "base": "sweep.eager", "other": "sweep.compiled",
                             "xlabel": "elements"}),
     "lines": ("sweep", {"kind": "lines", "x": "sweep.sizes", "series": "sweep.eager,sweep.compiled",
@@ -98,6 +100,7 @@ def test_alt_texts_say_what_the_chart_shows(record):
     alt = {kind: plots.render(record, name, dict(options), "light")[1] for kind, (name, options) in KINDS.items()}
     assert alt["bars"] == "Bar chart (interquartile range shown): eager 1,200 µs; compiled 300 µs."
     assert alt["bars of numbers"] == "Bar chart: copy 180 GB/s; fused 150 GB/s; dashed line: peak 200 GB/s."
+    assert alt["bars of counts"] == "Bar chart: default 2 graphs; lever 1 graph."  # a count's unit agrees
     assert alt["speedup"].startswith("Speedup against elements, from ") and "above 1× from 128" in alt["speedup"]
     assert alt["lines"] == "Line chart of eager, compiled against x."
     assert "Roofline of Test GPU: memory roof 3,350 GB/s, compute roof 989 TFLOP/s" in alt["roofline"]

@@ -39,10 +39,10 @@ def first_line(text):
     return str(text).strip().splitlines()[0]
 
 
+# --8<-- [start:item]
 x = torch.tensor([0.5, -1.0, 2.0, -0.25, 1.5, 3.0, -2.0, 0.75], device=device)
 
 
-# --8<-- [start:item]
 def scale_by_count(x):
     n = (x > 0).sum().item()  # a Python int whose value is in the tensor
     return x * n
@@ -73,9 +73,13 @@ try:
     torch.compile(branch_on_count, backend=counting, fullgraph=True)(x)
 except torch._dynamo.exc.UserError as error:
     reason = next(line for line in str(error).splitlines() if "Could not guard" in line)
-    print(f"raised {type(error).__name__}: {reason.split('(unhinted')[0].strip()}")
+    print(f"fullgraph=True raised {type(error).__name__}: "
+          f"{reason.split('(unhinted')[0].strip()}")
+report = torch._dynamo.explain(branch_on_count)(x)  # without fullgraph: a break
+print(f"without fullgraph: {report.graph_count} graphs")
 # --8<-- [end:guard]
-results["guard"] = {"error": reason.split("(unhinted")[0].strip()}
+results["guard"] = {"error": reason.split("(unhinted")[0].strip(),
+                    "graphs": report.graph_count}
 
 
 # --8<-- [start:check]
@@ -116,11 +120,11 @@ results["nonzero"] = {"graphs": report.graph_count,
                       "asserts": nonzero_asserts}
 
 
+# --8<-- [start:mark_unbacked]
 def double(x):
     return x * 2
 
 
-# --8<-- [start:mark_unbacked]
 sizes = (8, 1, 0, 5)
 compiled_for = {}
 for how in ("dynamic=True", "mark_unbacked"):

@@ -134,11 +134,11 @@ for mode in modes:  # mode= names a set of Inductor options: these are all of th
 results["modes"] = {mode: torch._inductor.list_mode_options(mode) for mode in modes}
 
 
+# --8<-- [start:mark_dynamic]
 def rows(x):
     return torch.softmax(x, dim=-1) * 2
 
 
-# --8<-- [start:mark_dynamic]
 batches = (8, 16, 32)
 counts = {}
 for mark in (False, True):

@@ -13,6 +13,7 @@ def _(record):
     assert item["captured_graphs"] == 1 and item["captured_calls"] == ["gt", "sum", "item", "mul"]
     # A branch on the unbacked symbol cannot be guarded; torch._check becomes a runtime assertion.
     assert "Could not guard on data-dependent expression u0 > 4" in results["guard"]["error"]
+    assert results["guard"]["graphs"] == 2  # without fullgraph=True the branch is a graph break
     assert results["check"] == {"ones": 5, "asserts": ["u0 >= 1"]}
     # nonzero: a break by default; captured, the graph asserts the bounds it knows.
     nonzero = results["nonzero"]
