@@ -11,7 +11,6 @@ torch.compiler.save_cache_artifacts. Each is done twice; prints the first call's
 each cache's hits and misses, and the compiler processes it started.
 """
 
-import json
 import os
 import statistics
 import subprocess
@@ -75,11 +74,11 @@ if device == "cuda":
 seconds = time.perf_counter() - start
 if artifacts_out:  # everything this process compiled, as one portable blob
     Path(artifacts_out).write_bytes(torch.compiler.save_cache_artifacts()[0])
-print(json.dumps({"s": seconds, "compilers": len(compilers_run),
-                  "fx_hits": counters["inductor"]["fxgraph_cache_hit"],
-                  "fx_misses": counters["inductor"]["fxgraph_cache_miss"],
-                  "aot_hits": counters["aot_autograd"]["autograd_cache_hit"],
-                  "aot_misses": counters["aot_autograd"]["autograd_cache_miss"]}))
+print(seconds, len(compilers_run),  # one line of numbers for the parent to read
+      counters["inductor"]["fxgraph_cache_hit"],
+      counters["inductor"]["fxgraph_cache_miss"],
+      counters["aot_autograd"]["autograd_cache_hit"],
+      counters["aot_autograd"]["autograd_cache_miss"])
 """
 # --8<-- [end:step]
 
@@ -87,34 +86,46 @@ results = {}
 results["device"] = device
 
 
-# --8<-- [start:processes]
+FIELDS = ("s", "compilers", "fx_hits", "fx_misses", "aot_hits", "aot_misses")
+workspace = tempfile.TemporaryDirectory()  # every cache folder, removed at exit
+
+
+def empty_folder():
+    """A new, empty cache folder: a machine that never compiled this step."""
+    folder = Path(workspace.name) / f"cache-{len(list(Path(workspace.name).iterdir()))}"
+    (folder / "tmp").mkdir(parents=True)
+    return folder
+
+
 def in_fresh_process(cache_dir, artifacts_in="", artifacts_out="", **env):
-    """STEP in a new Python process whose compile caches live in cache_dir."""
-    (Path(cache_dir) / "tmp").mkdir(exist_ok=True)  # Inductor's header goes to TMPDIR
+    """STEP in a new Python process whose compile caches all live in cache_dir
+    (Inductor's, Triton's, and the precompiled header Inductor puts in TMPDIR)."""
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir),
-           "TRITON_CACHE_DIR": str(Path(cache_dir) / "triton"),
-           "TMPDIR": str(Path(cache_dir) / "tmp"),
+           "TRITON_CACHE_DIR": str(cache_dir / "triton"),
+           "TMPDIR": str(cache_dir / "tmp"),
            "TORCHINDUCTOR_COMPILE_THREADS": "1", **env}  # compilers start in-process
-    program = Path(cache_dir) / "step.py"
-    program.write_text(STEP)
-    done = subprocess.run([sys.executable, str(program), artifacts_in, artifacts_out],
+    done = subprocess.run([sys.executable, "-c", STEP, artifacts_in, artifacts_out],
                           env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    numbers = done.stdout.strip().splitlines()[-1].split()
+    return {field: float(number) if field == "s" else int(number)
+            for field, number in zip(FIELDS, numbers)}
 
 
 load_before = os.getloadavg()[0]
-with tempfile.TemporaryDirectory() as scratch:  # untimed: brings g++ and torch's
-    in_fresh_process(scratch)  # headers into the OS file cache, as on any machine
-runs = {"cold": [], "warm": [], "fx_only": [], "artifacts": []}  # that compiled before
+in_fresh_process(empty_folder())  # untimed: brings g++ and torch's headers into the
+# OS file cache, as on any machine that compiled before
+
+
+# --8<-- [start:processes]
+runs = {"cold": [], "warm": [], "fx_only": [], "artifacts": []}
 for _ in range(2):  # twice: a number is only as good as its second run
-    with tempfile.TemporaryDirectory() as local, tempfile.TemporaryDirectory() as new:
-        blob = str(Path(local) / "artifacts.bin")
-        runs["cold"].append(in_fresh_process(local, artifacts_out=blob))
-        runs["warm"].append(in_fresh_process(local))
-        runs["fx_only"].append(
-            in_fresh_process(local, TORCHINDUCTOR_AUTOGRAD_CACHE="0"))
-        runs["artifacts"].append(in_fresh_process(new, blob))  # a new machine
-        size = Path(blob).stat().st_size
+    local, new = empty_folder(), empty_folder()
+    blob = str(local / "artifacts.bin")
+    runs["cold"].append(in_fresh_process(local, artifacts_out=blob))
+    runs["warm"].append(in_fresh_process(local))
+    runs["fx_only"].append(in_fresh_process(local, TORCHINDUCTOR_AUTOGRAD_CACHE="0"))
+    runs["artifacts"].append(in_fresh_process(new, blob))  # a new machine
+    size = Path(blob).stat().st_size
 labels = {"cold": "cold", "warm": "warm", "fx_only": "warm, FX graph cache only",
           "artifacts": "artifacts in an empty cache"}
 for name, done in runs.items():
