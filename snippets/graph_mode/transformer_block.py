@@ -171,7 +171,7 @@ def stages(metrics):
                 if m.entire_frame_compile_time_s is None]  # compiled at backward()
     forward_inductor = inductor - sum(backward)
     return {"Dynamo": frame - backend, "AOTAutograd": backend - forward_inductor,
-            "Inductor": inductor - codegen, "code generation": codegen,
+            "Inductor": inductor - codegen, "code_generation": codegen,
             "total": frame + sum(backward)}
 
 
@@ -189,7 +189,8 @@ compiled_step = torch.compile(training(copy.deepcopy(block)))
 _, training_code = run_and_get_code(compiled_step, x, target)
 compile_stages["training"] = stages(get_compilation_metrics())
 for name, seconds in compile_stages.items():
-    print(f"{name}: " + ", ".join(f"{stage} {s:.2f} s" for stage, s in seconds.items()))
+    print(f"{name}: " + ", ".join(f"{stage.replace('_', ' ')} {s:.2f} s"
+                                  for stage, s in seconds.items()))
 # --8<-- [end:stages]
 results["compile_seconds"] = compile_stages
 

@@ -1,0 +1,50 @@
+"""The check of snippets/graph_mode/transformer_block.py: what transformer.md says about it, held on every record
+of it."""
+
+from facts import check, timed
+
+
+@check("graph_mode/transformer_block.py")
+def _(record):
+    results = record.results
+    # The block's forward is one graph; the training step breaks once, at loss.backward(), and fullgraph=True
+    # turns that break into an error.
+    graphs = results["graphs"]
+    assert (graphs["forward"], graphs["step"], graphs["step_breaks"]) == (1, 2, 1), graphs
+    assert "backward" in graphs["break_reason"] and "backward" in results["fullgraph_step"]
+    # Each compile stage took time: the metrics were read from a compile that ran, not a cache hit.
+    for name, stages in results["compile_seconds"].items():
+        assert all(stages[s] > 0 for s in ("Dynamo", "AOTAutograd", "Inductor", "code_generation")), stages
+        parts = sum(v for s, v in stages.items() if s != "total")
+        assert abs(parts - stages["total"]) < 0.01 * stages["total"], (name, stages)
+    # Compiled inference: one graph of kernels Inductor wrote and library calls (matmuls, attention); the
+    # training step: forward, backward, and the whole AdamW update as one kernel.
+    (inference,) = results["compiled_kernels"]["inference"]
+    forward, backward, optimizer = results["compiled_kernels"]["training"]
+    prefix = "triton_" if record.device == "cuda" else "cpp_fused_"
+    for graph in (inference, forward, backward, optimizer):
+        assert graph["kernels"] and all(k.startswith(prefix) for k in graph["kernels"]), graph
+    assert sum("native_layer_norm" in k for k in inference["kernels"]) == 2, inference
+    assert any("gelu" in k for k in inference["kernels"]) and any("gelu_backward" in k for k in backward["kernels"])
+    assert any("scaled_dot_product" in c for c in inference["calls"]), inference
+    assert optimizer["calls"] == [] and any("addcdiv" in k and "lerp" in k for k in optimizer["kernels"])
+    if record.device == "cpu":  # AdamW loops over the parameters on a CPU; one kernel does them all
+        assert len(optimizer["kernels"]) == 1, optimizer
+    # Eager runs each op as a kernel of its own: more than the compiled graph's kernels and calls together.
+    eager = results["eager_ops"]
+    assert eager["inference"] > len(inference["kernels"]) + len(inference["calls"]), eager
+    timed(results["timing"], [f"{work}_{kind}" for work in ("inference", "training", "optimizer")
+                              for kind in ("eager", "compiled")])
+    for name, split in results["split_ms"].items():
+        assert split["library"] > 0 and split["rest"] > 0, (name, split)
+        assert 0 < results["library_percent"][name] < 100
+    # CUDA code for the forward: written for an H100 without a GPU (on a GPU, compiled and run). The layer
+    # norms are persistent reductions; each matmul's bias moves into a Triton kernel after it (mm), but one
+    # stays an addmm; attention is one library call, the memory-efficient kernel for float32.
+    cuda = results["cuda"]
+    assert "kernels" in cuda, cuda.get("reason")
+    assert len(cuda["kernels"]) == 4 and all(k.startswith("triton_") for k in cuda["kernels"]), cuda
+    assert sum(k.startswith("triton_per_fused") and "native_layer_norm" in k for k in cuda["kernels"]) == 2
+    assert any("gelu" in k and "addmm" in k for k in cuda["kernels"]), cuda
+    assert "torch.ops.aten._scaled_dot_product_efficient_attention" in cuda["calls"], cuda
+    assert cuda["calls"].count("extern_kernels.mm") == 3, cuda
