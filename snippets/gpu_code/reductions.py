@@ -173,6 +173,9 @@ except Exception as error:  # the private path broke: say why, go on
     results["reason"] = f"{type(error).__name__}: {first_line(error)}"
 # --8<-- [end:sweep]
 results["kinds"] = kinds
+results["longest_persistent"] = max(
+    (length for length, kind in kinds.items() if kind["launcher"] != "reduction"),
+    default=None)
 
 
 # --8<-- [start:both_ways]

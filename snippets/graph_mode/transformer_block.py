@@ -25,6 +25,7 @@ from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metri
 from torch._inductor.compile_fx import compile_fx
 from torch._inductor.graph import GraphLowering
 from torch._inductor.utils import run_and_get_code
+from torch._inductor.virtualized import V
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.profiler import profile
 from torch.utils import benchmark
@@ -249,10 +250,11 @@ with CountOps() as eager_training:
 print(f"eager: {eager_inference.ops} ops for inference, {eager_training.ops} for a "
       f"training step")
 for name, codes in [("inference", inference_code), ("training", training_code)]:
-    print(f"{name}, compiled: {len(codes)} graph(s)")
+    print(f"{name}, compiled: {len(codes)} graph{'s' * (len(codes) != 1)}")
     for code in codes:
         written, calls = kernels(code)
-        print(f"  {len(written)} kernels, {len(calls)} library calls")
+        print(f"  {len(written)} kernel{'s' * (len(written) != 1)}, "
+              f"{len(calls)} library call{'s' * (len(calls) != 1)}")
         for kernel in written:
             print(f"    {kernel}")
 # --8<-- [end:kernels]
@@ -262,6 +264,59 @@ results["compiled_kernels"] = {
     name: [dict(zip(("kernels", "calls"), kernels(code))) for code in codes]
     for name, codes in [("inference", inference_code), ("training", training_code)]}
 
+
+
+def source_of(trace):
+    """(line, the expression) a graph node came from, from the last frame of its
+    stack trace, where Python marks the expression under the line with ^ and ~."""
+    lines = trace.rstrip().splitlines()
+    number = int(re.findall(r"line (\d+), in", trace)[-1])
+    marks = lines[-1]
+    if set(marks.strip()) <= set("^~"):
+        start = len(marks) - len(marks.lstrip())
+        return number, lines[-2][start:len(marks.rstrip())]
+    return number, marks.strip()
+
+
+# --8<-- [start:provenance]
+def provenance(fn, *args):
+    """Each kernel Inductor writes for fn: the nodes of Dynamo's graph it came from,
+    and the line and expression each node recorded."""
+    traces, found = {}, {}
+
+    def keeping(gm, example_inputs):  # Dynamo's graph: each node has a stack trace
+        traces.update({n.name: n.meta.get("stack_trace") for n in gm.graph.nodes})
+        return compile_fx(gm, example_inputs)
+
+    def save_output_code(code):  # Inductor calls this with the module it wrote
+        written = re.findall(r"^(\w+) = async_compile\.\w+\(", code, flags=re.M)
+        # Kernels are written in the order of the scheduler's fused nodes. A node's
+        # origins are post-grad graph nodes; from_node names the Dynamo node each
+        # came from.
+        fused = [node for node in V.graph.scheduler.nodes if not node.is_extern()]
+        for kernel, node in zip(written, fused):
+            origins = set().union(*(part.node.origins for part in node.get_nodes()))
+            found[kernel] = sorted({o.meta["from_node"][0].name for o in origins
+                                    if o.op == "call_function"
+                                    and o.meta.get("from_node")})
+
+    torch._dynamo.reset()
+    with mock.patch.object(GraphLowering, "save_output_code", save_output_code), \
+            torch._inductor.config.patch(fx_graph_cache=False):
+        torch.compile(fn, backend=keeping)(*args)
+    return {kernel: sorted(((node, *source_of(traces[node])) for node in nodes),
+                           key=lambda source: (source[1], source[0]))
+            for kernel, nodes in found.items()}
+
+
+with torch.no_grad():
+    traced = provenance(block, x)
+for kernel, sources in traced.items():
+    print(kernel)
+    for node, line, expression in sources:
+        print(f"    {node:<13} line {line}: {expression}")
+# --8<-- [end:provenance]
+results["provenance"] = traced
 
 # --8<-- [start:measure]
 def measure(candidates, rounds=10):
