@@ -117,12 +117,14 @@ def written_code(fn, shape, **options):
     """Inductor's output code for fn on one float32 CUDA input of this shape: compiled
     and run on a GPU; without one, written for an H100 from a fake tensor."""
     seen = {}
-    options = {"fx_graph_cache": False, **options}
+    # No cache (the code must be written) and no pool of compile workers.
+    options = {"fx_graph_cache": False, "compile_threads": 1, **options}
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch._inductor.config.patch(options))
-        if device == "cuda":
+        if device == "cuda":  # each shape compiled on its own, as a static shape
+            torch._dynamo.reset()
             x = torch.randn(shape, device="cuda")
-            return run_and_get_code(torch.compile(fn), x)[1][0]
+            return run_and_get_code(torch.compile(fn, dynamic=False), x)[1][0]
 
         def save_output_code(code):  # Inductor calls this with the module it wrote
             seen["code"] = code

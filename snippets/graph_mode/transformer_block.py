@@ -421,17 +421,20 @@ def efficient_attention(q, k, v, is_causal):
 def cuda_code():
     """Inductor's output code for the block's forward on CUDA: compiled and run on a
     GPU; without one, written for an H100 from fake tensors (shapes, no data)."""
-    if device == "cuda":
-        with torch.no_grad():
-            return run_and_get_code(torch.compile(block), x)[1][0]
     seen = {}
 
     def save_output_code(code):  # Inductor calls this with the module it wrote
         seen["code"] = code
         raise CodeWritten  # stop before Triton would compile for a GPU
 
+    # No cache (the code must be written) and no pool of compile workers.
     with contextlib.ExitStack() as stack:
-        stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+        stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False,
+                                                         compile_threads=1))
+        if device == "cuda":
+            torch._dynamo.reset()
+            with torch.no_grad():
+                return run_and_get_code(torch.compile(block), x)[1][0]
         stack.enter_context(mock.patch.object(GraphLowering, "save_output_code",
                                               save_output_code))
         stack.enter_context(h100_stand_ins())

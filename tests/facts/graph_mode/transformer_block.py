@@ -43,8 +43,21 @@ def _(record):
     # stays an addmm; attention is one library call, the memory-efficient kernel for float32.
     cuda = results["cuda"]
     assert "kernels" in cuda, cuda.get("reason")
-    assert len(cuda["kernels"]) == 4 and all(k.startswith("triton_") for k in cuda["kernels"]), cuda
-    assert sum(k.startswith("triton_per_fused") and "native_layer_norm" in k for k in cuda["kernels"]) == 2
-    assert any("gelu" in k and "addmm" in k for k in cuda["kernels"]), cuda
-    assert "torch.ops.aten._scaled_dot_product_efficient_attention" in cuda["calls"], cuda
-    assert cuda["calls"].count("extern_kernels.mm") == 3, cuda
+    assert cuda["kernels"] and all(k.startswith("triton_") for k in cuda["kernels"]), cuda
+    assert any("scaled_dot_product" in c for c in cuda["calls"]), cuda
+    if record.device == "cpu":  # the model: written for an H100 from fake tensors
+        assert len(cuda["kernels"]) == 4, cuda
+        assert sum(k.startswith("triton_per_fused") and "native_layer_norm" in k for k in cuda["kernels"]) == 2
+        assert any("gelu" in k and "addmm" in k for k in cuda["kernels"]), cuda
+        assert cuda["calls"].count("extern_kernels.mm") == 3, cuda
+        assert cuda["calls"][:2] == ["extern_kernels.addmm", "torch.ops.aten._scaled_dot_product_efficient_attention"]
+    # Provenance: each kernel leads back to Dynamo's nodes and the expressions they were traced from. The
+    # LayerNorm kernels come from the norm calls; the last kernel recomputes the first residual add (x).
+    kernels = results["provenance"]
+    assert list(kernels) == inference["kernels"], (list(kernels), inference["kernels"])
+    sources = {kernel: {node: expression for node, _, expression in found} for kernel, found in kernels.items()}
+    first, second, activation, last = inference["kernels"]
+    assert sources[first] == {"layer_norm": "self.norm1(x)"}, sources[first]
+    assert sources[second]["layer_norm_1"] == "self.norm2(x)" and "x" in sources[second], sources[second]
+    assert "gelu" in activation and sources[activation]["gelu"].startswith("F.gelu("), sources[activation]
+    assert "x" in sources[last] and sources[last]["add_1"].startswith("x + self.fc2("), sources[last]
