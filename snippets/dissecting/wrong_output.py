@@ -1,0 +1,93 @@
+"""When compiled output is wrong: ablation across the stack, then the bisector.
+
+    python snippets/dissecting/wrong_output.py
+
+A bug is planted in one of Inductor's decompositions (SiLU's, with the sign of the
+exponent flipped), so that a small feed-forward layer compiles to wrong numbers. The
+snippet finds it the two ways PyTorch's documentation describes: by hand, compiling
+with each backend of the stack in turn (eager, aot_eager, aot_eager_decomp_partition,
+inductor) and comparing each with eager; then with Inductor's compiler bisector,
+which finds the backend, the subsystem and the one application of it that breaks
+the result. Runs on CUDA when torch sees a GPU, else on the CPU.
+"""
+
+from unittest import mock
+
+import torch
+import torch.nn.functional as F
+from torch._inductor import compile_fx
+from torch._inductor.compiler_bisector import CompilerBisector
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+results = {"device": device}
+
+
+# --8<-- [start:model]
+def feed_forward(x, w_up, w_down):  # a transformer's MLP: up, SiLU, down
+    return F.silu(x @ w_up) @ w_down
+
+
+torch.manual_seed(0)
+x = torch.randn(64, 128, device=device)
+w_up = torch.randn(128, 512, device=device) / 128**0.5
+w_down = torch.randn(512, 128, device=device) / 512**0.5
+expected = feed_forward(x, w_up, w_down)  # eager: the reference
+# --8<-- [end:model]
+
+
+# --8<-- [start:bug]
+def wrong_silu(x):  # SiLU is x * sigmoid(x) = x / (1 + exp(-x)); the minus is lost
+    return x / (1 + torch.exp(x))
+
+
+# Inductor and the aot_eager_decomp_partition backend ask this function for their
+# table of decompositions: from here on, every compile that decomposes SiLU is wrong.
+shipped = compile_fx.select_decomp_table
+planted = mock.patch.object(compile_fx, "select_decomp_table", lambda: {
+    **shipped(), torch.ops.aten.silu.default: wrong_silu})
+planted.start()
+# The compile caches key a graph by the graph, not by this table: a compile with the
+# bug must be neither stored there nor found there by the compile after the fix.
+torch._inductor.config.force_disable_caches = True
+# --8<-- [end:bug]
+
+
+# --8<-- [start:ablation]
+def max_error(backend):
+    torch._dynamo.reset()  # compile afresh with this backend
+    got = torch.compile(feed_forward, backend=backend)(x, w_up, w_down)
+    return (got - expected).abs().max().item()
+
+
+TOLERANCE = 1e-4  # reordered float32 sums move the last bits; the bug moves more
+errors = {}
+for backend in ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]:
+    errors[backend] = max_error(backend)
+    verdict = "matches eager" if errors[backend] < TOLERANCE else "WRONG"
+    print(f"{backend:<27} max |compiled - eager| = {errors[backend]:.1e}  {verdict}")
+# --8<-- [end:ablation]
+results["errors"] = errors
+results["tolerance"] = TOLERANCE
+
+
+# --8<-- [start:bisect]
+def matches_eager():  # the bisector's test: True when the compiled output is right
+    torch._dynamo.reset()
+    got = torch.compile(feed_forward)(x, w_up, w_down)
+    return torch.allclose(got, expected, atol=TOLERANCE)
+
+
+found = CompilerBisector.do_bisect(matches_eager)
+print(f"backend:   {found.backend}\nsubsystem: {found.subsystem}\n"
+      f"number:    {found.bisect_number} (the first application that breaks it)\n"
+      f"culprit:   {found.debug_info}")
+# --8<-- [end:bisect]
+results["bisect"] = {"backend": found.backend, "subsystem": found.subsystem,
+                     "number": found.bisect_number, "culprit": found.debug_info}
+
+# --8<-- [start:fixed]
+planted.stop()  # the table as torch ships it
+fixed = max_error("inductor")
+print(f"without the planted bug: inductor max |compiled - eager| = {fixed:.1e}")
+# --8<-- [end:fixed]
+results["fixed_error"] = fixed

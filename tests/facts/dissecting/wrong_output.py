@@ -1,0 +1,21 @@
+"""The check of snippets/dissecting/wrong_output.py: what dissecting/wrong-output.md says about it, held on every
+record of it."""
+
+from facts import check
+
+
+@check("dissecting/wrong_output.py")
+def _(record):
+    results = record.results
+    errors, tolerance = results["errors"], results["tolerance"]
+    # Dynamo and AOTAutograd alone reproduce eager exactly; the planted decomposition breaks every backend that
+    # decomposes, Inductor included.
+    assert errors["eager"] == errors["aot_eager"] == 0.0, errors
+    assert errors["aot_eager_decomp_partition"] > tolerance and errors["inductor"] > tolerance, errors
+    # The bisector names the backend, the subsystem, and SiLU's decomposition as the first bad application.
+    found = results["bisect"]
+    assert (found["backend"], found["subsystem"]) == ("aot_eager_decomp_partition", "decomposition"), found
+    assert "aten.silu" in found["culprit"] and found["number"] >= 1, found
+    assert "Disabling decomposition fixed the issue." in record.section("bisect")
+    # With the table as torch ships it, Inductor is back within the tolerance.
+    assert results["fixed_error"] < tolerance
