@@ -162,7 +162,7 @@ def anatomy(source):
 
 # --8<-- [start:sweep]
 ROWS = 4096
-kinds = {}
+kinds, reason = {}, None
 try:
     for length in [256, 512, 1024, 2048, 8192, 32768]:
         name, launcher, source = kernel(written_code(softmax, (ROWS, length)))
@@ -171,10 +171,10 @@ try:
         print(f"rows of {length:>5}: {name}, {loops} loop{'s' * (loops != 1)} "
               f"over the row, {loads} load{'s' * (loads != 1)} of it")
 except Exception as error:  # the private path broke: say why, go on
-    print(f"no CUDA code here (torch {torch.__version__}): {first_line(error)}")
-    results["reason"] = f"{type(error).__name__}: {first_line(error)}"
+    reason = f"no CUDA code here (torch {torch.__version__}): {first_line(error)}"
+    print(reason)
 # --8<-- [end:sweep]
-results["kinds"] = kinds
+results["kinds"], results["reason"] = kinds, reason
 results["longest_persistent"] = max(
     (length for length, kind in kinds.items() if kind["launcher"] != "reduction"),
     default=None)
@@ -202,7 +202,7 @@ def show(way):
         print(f"# launched by triton_heuristics.{both[way]['launcher']}")
         print(both[way]["source"])
     else:
-        print(results["reason"])
+        print(reason)
 
 
 # --8<-- [start:persistent]

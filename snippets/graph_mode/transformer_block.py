@@ -210,10 +210,12 @@ print(f"training step: {explained.graph_count} graphs, "
 torch._dynamo.reset()
 try:
     torch.compile(training(copy.deepcopy(block)), fullgraph=True)(x, target)
+    raised = None
 except torch._dynamo.exc.Unsupported as error:
-    print(f"training step, fullgraph=True: {type(error).__name__}: {first_line(error)}")
-    results["fullgraph_step"] = first_line(error)
+    raised = first_line(error)
+print(f"training step, fullgraph=True raises: {raised}")
 # --8<-- [end:graphs]
+results["fullgraph_step"] = raised
 results["graphs"] = {"forward": torch._dynamo.explain(block)(x).graph_count,
                      "step": explained.graph_count,
                      "step_breaks": explained.graph_break_count,
@@ -462,8 +464,9 @@ try:
     print(f"{len(written)} Triton kernels, {len(calls)} library calls ({how})")
     for kernel in written:
         print(f"  {kernel}")
-    results["cuda"] = {"kernels": written, "calls": calls}
+    cuda = {"kernels": written, "calls": calls}
 except Exception as error:  # the private path broke: say why, go on
     print(f"no CUDA code here (torch {torch.__version__}): {first_line(error)}")
-    results["cuda"] = {"reason": f"{type(error).__name__}: {first_line(error)}"}
+    cuda = {"reason": f"{type(error).__name__}: {first_line(error)}"}
 # --8<-- [end:cuda]
+results["cuda"] = cuda

@@ -15,8 +15,7 @@ def _(record):
     # Each compile stage took time: the metrics were read from a compile that ran, not a cache hit.
     for name, stages in results["compile_seconds"].items():
         assert all(stages[s] > 0 for s in ("Dynamo", "AOTAutograd", "Inductor", "code_generation")), stages
-        parts = sum(v for s, v in stages.items() if s != "total")
-        assert abs(parts - stages["total"]) < 0.01 * stages["total"], (name, stages)
+        assert all(stages["total"] > v for s, v in stages.items() if s != "total"), (name, stages)
     # Compiled inference: one graph of kernels Inductor wrote and library calls (matmuls, attention); the
     # training step: forward, backward, and the whole AdamW update as one kernel.
     (inference,) = results["compiled_kernels"]["inference"]
