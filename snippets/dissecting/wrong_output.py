@@ -11,15 +11,25 @@ which finds the backend, the subsystem and the one application of it that breaks
 the result. Runs on CUDA when torch sees a GPU, else on the CPU.
 """
 
+import contextlib
+import io
+import re
 from unittest import mock
 
 import torch
 import torch.nn.functional as F
+from functorch.compile import minifier
 from torch._inductor import compile_fx
 from torch._inductor.compiler_bisector import CompilerBisector
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._pytree import tree_leaves
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {"device": device}
+
+
+def ops(gm):
+    return sum(node.op == "call_function" for node in gm.graph.nodes)
 
 
 # --8<-- [start:model]
@@ -84,6 +94,38 @@ print(f"backend:   {found.backend}\nsubsystem: {found.subsystem}\n"
 # --8<-- [end:bisect]
 results["bisect"] = {"backend": found.backend, "subsystem": found.subsystem,
                      "number": found.bisect_number, "culprit": found.debug_info}
+
+# --8<-- [start:minify]
+def block(x, gamma, w_up, w_down, w_head):  # a norm, the MLP with a residual, a head
+    h = F.layer_norm(x, gamma.shape, gamma)
+    h = x + F.silu(h @ w_up) @ w_down
+    return torch.softmax(h @ w_head, dim=-1)
+
+
+w_head = torch.randn(128, 32, device=device) / 128**0.5
+inputs = [x, torch.ones(128, device=device), w_up, w_down, w_head]
+graph = make_fx(block)(*inputs)  # its ATen ops, the graph AOTAutograd starts from
+
+
+def fails(gm, inputs):  # the minifier's test: True when compiling gm changes it
+    torch._dynamo.reset()
+    got = torch.compile(gm, backend="aot_eager_decomp_partition")(*inputs)
+    return not all(torch.allclose(a, b, atol=TOLERANCE)
+                   for a, b in zip(tree_leaves(got), tree_leaves(gm(*inputs))))
+
+
+log = io.StringIO()
+with contextlib.redirect_stderr(log):  # it narrates every cut it tries
+    small, small_inputs = minifier(graph, inputs, fails,
+                                   dump_state=lambda gm, inputs: None)
+tried = int(re.search(r"Made (\d+) queries", log.getvalue()).group(1))
+print(f"{ops(graph)} ops, still wrong with {ops(small)} after {tried} tries:")
+print(small.code.strip())
+# --8<-- [end:minify]
+results["minified"] = {"ops_before": ops(graph), "ops_after": ops(small),
+                       "tries": tried, "code": small.code.strip(),
+                       "inputs": [list(t.shape) for t in small_inputs]}
+
 
 # --8<-- [start:fixed]
 planted.stop()  # the table as torch ships it

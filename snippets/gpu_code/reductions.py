@@ -111,8 +111,10 @@ def first_line(error):
 # --8<-- [start:softmax]
 def softmax(x):  # per row: a max, a sum of exponentials, then a division
     return torch.softmax(x, dim=-1)
+# --8<-- [end:softmax]
 
 
+# --8<-- [start:written_code]
 def written_code(fn, shape, **options):
     """Inductor's output code for fn on one float32 CUDA input of this shape: compiled
     and run on a GPU; without one, written for an H100 from a fake tensor."""
@@ -141,7 +143,7 @@ def written_code(fn, shape, **options):
                 if not stopped_by_us(error):
                     raise
     return seen["code"]
-# --8<-- [end:softmax]
+# --8<-- [end:written_code]
 
 
 def kernel(code):
@@ -168,8 +170,8 @@ try:
         name, launcher, source = kernel(written_code(softmax, (ROWS, length)))
         kinds[length] = {"kernel": name, "launcher": launcher, **anatomy(source)}
         loops, loads = kinds[length]["loops"], kinds[length]["loads"]
-        print(f"rows of {length:>5}: {name}, {loops} loop{'s' * (loops != 1)} "
-              f"over the row, {loads} load{'s' * (loads != 1)} of it")
+        print(f"{length:>6}: {name}  {loops} loop{'s' * (loops != 1)}, "
+              f"{loads} load{'s' * (loads != 1)}")
 except Exception as error:  # the private path broke: say why, go on
     reason = f"no CUDA code here (torch {torch.__version__}): {first_line(error)}"
     print(reason)
