@@ -19,3 +19,7 @@ def _(record):
     assert "Disabling decomposition fixed the issue." in record.section("bisect")
     # With the table as torch ships it, Inductor is back within the tolerance.
     assert results["fixed_error"] < tolerance
+    # The minifier cuts the ten-op block down to the SiLU alone, its input the product it followed.
+    minified = results["minified"]
+    assert minified["ops_before"] >= 8 and minified["ops_after"] == 1, minified
+    assert "aten.silu" in minified["code"] and len(minified["inputs"]) == 1, minified
