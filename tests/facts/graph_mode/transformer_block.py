@@ -1,7 +1,7 @@
 """The check of snippets/graph_mode/transformer_block.py: what transformer.md says about it, held on every record
 of it."""
 
-from facts import check, timed
+from facts import check, skip_unless_pinned, timed
 
 
 @check("graph_mode/transformer_block.py")
@@ -37,11 +37,24 @@ def _(record):
     for name, split in results["split_ms"].items():
         assert split["library"] > 0 and split["rest"] > 0, (name, split)
         assert 0 < results["library_percent"][name] < 100
+    # Provenance: each kernel leads back to Dynamo's nodes and the expressions they were traced from. The
+    # LayerNorm kernels come from the norm calls; the last kernel recomputes the first residual add (x).
+    kernels = results["provenance"]
+    assert list(kernels) == inference["kernels"], (list(kernels), inference["kernels"])
+    sources = {kernel: {node: expression for node, _, expression in found} for kernel, found in kernels.items()}
+    first, second, activation, last = inference["kernels"]
+    # Python 3.11 marks the expression under its line; another Python may give the whole line.
+    assert list(sources[first]) == ["layer_norm"] and "self.norm1(x)" in sources[first]["layer_norm"]
+    assert "self.norm2(x)" in sources[second]["layer_norm_1"] and "x" in sources[second], sources[second]
+    assert "gelu" in activation and "F.gelu(" in sources[activation]["gelu"], sources[activation]
+    assert "x" in sources[last] and "x + self.fc2(" in sources[last]["add_1"], sources[last]
     # CUDA code for the forward: written for an H100 without a GPU (on a GPU, compiled and run). The layer
     # norms are persistent reductions; each matmul's bias moves into a Triton kernel after it (mm), but one
     # stays an addmm; attention is one library call, the memory-efficient kernel for float32.
     cuda = results["cuda"]
-    assert "kernels" in cuda, cuda.get("reason")
+    if "reason" in cuda:  # the private path failed (torch 2.13.0+cpu: no fake CUDA weights for the block)
+        assert cuda["reason"].split(": ", 1)[1] in record.section("cuda"), cuda
+        skip_unless_pinned(record, cuda["reason"])
     assert cuda["kernels"] and all(k.startswith("triton_") for k in cuda["kernels"]), cuda
     assert any("scaled_dot_product" in c for c in cuda["calls"]), cuda
     if record.device == "cpu":  # the model: written for an H100 from fake tensors
@@ -50,13 +63,3 @@ def _(record):
         assert any("gelu" in k and "addmm" in k for k in cuda["kernels"]), cuda
         assert cuda["calls"].count("extern_kernels.mm") == 3, cuda
         assert cuda["calls"][:2] == ["extern_kernels.addmm", "torch.ops.aten._scaled_dot_product_efficient_attention"]
-    # Provenance: each kernel leads back to Dynamo's nodes and the expressions they were traced from. The
-    # LayerNorm kernels come from the norm calls; the last kernel recomputes the first residual add (x).
-    kernels = results["provenance"]
-    assert list(kernels) == inference["kernels"], (list(kernels), inference["kernels"])
-    sources = {kernel: {node: expression for node, _, expression in found} for kernel, found in kernels.items()}
-    first, second, activation, last = inference["kernels"]
-    assert sources[first] == {"layer_norm": "self.norm1(x)"}, sources[first]
-    assert sources[second]["layer_norm_1"] == "self.norm2(x)" and "x" in sources[second], sources[second]
-    assert "gelu" in activation and sources[activation]["gelu"].startswith("F.gelu("), sources[activation]
-    assert "x" in sources[last] and sources[last]["add_1"].startswith("x + self.fc2("), sources[last]
