@@ -130,6 +130,12 @@ class Record:
     def exists(self) -> bool:
         return (self.folder / MANIFEST).exists()
 
+    @property
+    def committed(self) -> bool:
+        """A record under docs/outputs, which a page shows; not a fresh run in the test suite, which ran on
+        whatever machine runs the tests."""
+        return self.folder.resolve().is_relative_to(OUTPUTS.resolve())
+
     @cached_property
     def manifest(self) -> dict:
         path = self.folder / MANIFEST

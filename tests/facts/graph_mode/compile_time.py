@@ -13,6 +13,6 @@ def _(record):
     assert first["compilers_again"] == first["compilers_cache_on"] == first["compilers_cache_hit"] == 0
     assert first["cached_hits"] == 1  # the last compile finds the graph in the FX graph cache
     assert "compilers run: none" in record.section("first_call")
-    if record.exists:  # a committed record: the recorder starts every snippet with empty compiler caches
+    if record.committed:  # a committed record: the recorder starts every snippet with empty compiler caches
         assert first["compilers_first"] >= 1
     timed(record.results["timing"], ("eager", "compiled"))

@@ -28,13 +28,15 @@ def _(record):
         assert eager["kernel_count"] == 0
         assert compiled["kernels"] == ["graph_N_cpp_fused_add_cos_mul_relu_sin_0"]
 
-    # The lesson in bytes: 15 passes against 3, on tensors at least 4x the last-level cache (the page says
-    # every pass goes to DRAM), so the copy it is set against is a DRAM figure too.
+    # The lesson in bytes: 15 passes against 3, on tensors at least 4x the last-level cache of the machine
+    # that made the record (the page says every pass goes to DRAM), so the copy it is set against is a DRAM
+    # figure too. A fresh run in the suite says nothing of the page's machine: some test machines of this
+    # project report a 480 MiB L3.
     assert results["passes"] == {"eager": 15, "compiled": 3, "copy": 2}
     assert results["n"] == (64 * 2**20 if record.device == "cuda" else 32 * 2**20)
     env = record.environment
     llc = env.get("gpu_l2_bytes") if record.device == "cuda" else (env.get("caches") or {}).get("llc_bytes")
-    if llc:
+    if llc and record.committed:
         assert results["tensor_mib"] * 2**20 >= 4 * llc, (results["tensor_mib"], llc)
     assert "eager moves 5x the bytes" in record.section("timing")
     timed(results["timing"], ("eager", "compiled", "copy"))
