@@ -9,6 +9,7 @@ Needs Debian's `chromium` on PATH (the README's test command installs it) and th
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
 import json
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import run_cache
 
 from scripts.records import ROOT
 
@@ -152,11 +154,38 @@ def axe(page) -> list[str]:
     )
 
 
+@functools.cache
+def assets_digest(site: Path) -> str:
+    """Every stylesheet, script, font and image the theme ships: a change to one can change every page."""
+    digest = hashlib.sha256()
+    for file in sorted((site / "assets").rglob("*")):
+        if file.is_file():
+            digest.update(file.relative_to(site).as_posix().encode() + file.read_bytes())
+    return digest.hexdigest()
+
+
+def page_key(site: Path, path: str) -> str:
+    """What a page's checks depend on: its HTML, every file it references (figures, notebooks), the theme's
+    assets, and these tests."""
+    html = (site / path / "index.html").read_text()
+    parts = [html, assets_digest(site), Path(__file__).read_text(), AXE]
+    for ref in sorted(set(re.findall(r'(?:src|href)="([^"#?]+)', html))):
+        target = (site / path / ref).resolve()
+        if not re.match(r"^[a-z]+:|^//", ref) and target.is_file() and target.is_relative_to(site.resolve()):
+            parts.append(ref + hashlib.sha256(target.read_bytes()).hexdigest())
+    return run_cache.key(*parts)
+
+
 @pytest.mark.parametrize("path", PAGES, ids=[p or "home" for p in PAGES])
 def test_page_loads_cleanly_and_is_accessible(server, browser, path):
     """No console error, failed or third-party request; every image loads; axe passes in both palettes;
     screenshots at desktop and mobile widths."""
-    base, _ = server
+    base, site = server
+    # The same page, loading the same files, passed here before: not opened again (tests/run_cache.py).
+    run_key = page_key(site, path)
+    if run_cache.kept("page-checks", path or "home", run_key):
+        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
+                    f"(.cache/runs/; {run_cache.RERUN}=1 checks it again)")
     context, page, watch = open_page(browser, base, path)
     problems = list(watch.problems)
     # Lazy images load once scrolled to, and one of each light/dark pair is hidden: load and decode
@@ -184,6 +213,7 @@ def test_page_loads_cleanly_and_is_accessible(server, browser, path):
     problems += [p for p in watch.problems if p not in problems]
     context.close()
     assert not problems, f"{path or 'home'}:\n" + "\n".join(problems)
+    run_cache.keep("page-checks", path or "home", run_key)
 
 
 def test_no_tab_lands_on_a_missing_record(server):

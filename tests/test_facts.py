@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 
 import pytest
+import run_cache
 from facts import SKIPS, load
 
 from scripts import records, regenerate, runner, skips
@@ -17,6 +18,8 @@ from scripts import records, regenerate, runner, skips
 CHECKS = load()
 SNIPPETS = records.find_snippets()
 COMMITTED = [r for r in records.all_records() if r.snippet in CHECKS]
+# The environment variables a snippet's run can read: a change to one of them runs it again.
+SETTINGS = ("TORCH", "PYTORCH", "TRITON", "INDUCTOR", "CUDA", "OMP_", "MKL_", "XLA_", "JAX_", "PYTHON", "TMPDIR")
 
 
 def test_every_snippet_has_a_check():
@@ -35,25 +38,34 @@ def test_fresh_run(snippet, tmp_path):
         pytest.importorskip("jax", reason="JAX is the optional jax extra (the README's test command installs it)")
     # Its own process, as the recorder runs it: nothing an earlier snippet imported, patched or compiled in
     # this worker (Triton's interpreter patches triton.language while it runs) can change this run.
-    (tmp_path / "files").mkdir()
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     if why := skips.cannot_run(snippet, env):
         pytest.skip(why)
-    done = subprocess.run([sys.executable, str(Path(runner.__file__)), str(records.SNIPPETS / snippet), str(tmp_path)],
-                          cwd=tmp_path / "files", env=env,
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        pytest.fail(f"snippets/{snippet} exited {done.returncode}:\n{done.stderr[-4000:]}", pytrace=False)
-    (tmp_path / "stdout.txt").write_text(done.stdout)
-    # The environment a record's manifest would hold (cache sizes, versions), for checks that read it.
-    manifest = {"snippet": f"snippets/{snippet}", "sha256": records.source_sha256(records.SNIPPETS / snippet),
-                "device": "cpu", "command": "a fresh run in the test suite", "exit_status": 0, "duration_s": 0,
-                "date": "", "environment": regenerate.environment("cpu")}
-    (tmp_path / records.MANIFEST).write_text(json.dumps(manifest))
-    run = records.Record(snippet, "cpu", tmp_path)
+    source = records.SNIPPETS / snippet
+    # A run that passed here before, of the same source with the same installs, is checked again as it is;
+    # a clean clone (CI) has none (tests/run_cache.py).
+    run_key = run_cache.key(source.read_text(), Path(runner.__file__).read_text(), Path(records.__file__).read_text(),
+                            env={k: v for k, v in env.items() if k.startswith(SETTINGS)})
+    folder = run_cache.kept("fresh-runs", snippet, run_key)
+    if folder is None:
+        folder = tmp_path
+        (tmp_path / "files").mkdir()
+        done = subprocess.run([sys.executable, str(Path(runner.__file__)), str(source), str(tmp_path)],
+                              cwd=tmp_path / "files", env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            pytest.fail(f"snippets/{snippet} exited {done.returncode}:\n{done.stderr[-4000:]}", pytrace=False)
+        (tmp_path / "stdout.txt").write_text(done.stdout)
+        # The environment a record's manifest would hold (cache sizes, versions), for checks that read it.
+        manifest = {"snippet": f"snippets/{snippet}", "sha256": records.source_sha256(source),
+                    "device": "cpu", "command": "a fresh run in the test suite", "exit_status": 0, "duration_s": 0,
+                    "date": "", "environment": regenerate.environment("cpu")}
+        (tmp_path / records.MANIFEST).write_text(json.dumps(manifest))
+    run = records.Record(snippet, "cpu", folder)
     # The recorder files a record under the device its snippet says it ran on; every snippet says so.
     assert run.results.get("device") == "cpu", f"snippets/{snippet}: results['device'] is {run.results.get('device')!r}"
     CHECKS[snippet](run)
+    if folder == tmp_path:
+        run_cache.keep("fresh-runs", snippet, run_key, tmp_path)
 
 
 @pytest.mark.parametrize("record", COMMITTED, ids=[f"{r.device}/torch-{r.release}/{r.snippet}" for r in COMMITTED])

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import nbformat
 import pytest
+import run_cache
 
 from scripts import notebooks, records
 
@@ -159,6 +160,11 @@ def test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel(built, name, tmp_path):
     nbclient = pytest.importorskip("nbclient")
     notebook = built[name]
     env = {key: value for key, value in os.environ.items() if not key.startswith(NOT_A_READERS)}
+    # The same code cells passed here before, with the same installs: not run again (tests/run_cache.py).
+    run_key = run_cache.key(*(cell.source for cell in notebook.cells if cell.cell_type == "code"))
+    if run_cache.kept("notebook-runs", name, run_key):
+        pytest.skip(f"its code cells passed top to bottom before, with the same installs on this machine "
+                    f"(.cache/runs/; {run_cache.RERUN}=1 runs them again)")
     client = nbclient.NotebookClient(notebook, timeout=CELL_LIMIT_S, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     start = time.perf_counter()
@@ -166,4 +172,6 @@ def test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel(built, name, tmp_path):
         client.execute(env=env)
     except nbclient.exceptions.CellExecutionError as error:
         pytest.fail(f"{name}: {str(error)[-3000:]}", pytrace=False)
-    print(f"{name} ran in {time.perf_counter() - start:.0f} s")
+    seconds = time.perf_counter() - start
+    print(f"{name} ran in {seconds:.0f} s")
+    run_cache.keep("notebook-runs", name, run_key, note=f"ran in {seconds:.0f} s")

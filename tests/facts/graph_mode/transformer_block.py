@@ -12,9 +12,12 @@ def _(record):
     graphs = results["graphs"]
     assert (graphs["forward"], graphs["step"], graphs["step_breaks"]) == (1, 2, 1), graphs
     assert "backward" in graphs["break_reason"] and "backward" in results["fullgraph_step"]
-    # Each compile stage took time: the metrics were read from a compile that ran, not a cache hit.
+    # Each compile stage took time: the metrics were read from a compile that ran, not a cache hit. The
+    # recorder starts a record with empty compiler caches; a fresh run in a second suite finds the FX graph
+    # cache the first one filled (.cache/torchinductor), and its Inductor stages take no time.
     for name, stages in results["compile_seconds"].items():
-        assert all(stages[s] > 0 for s in ("Dynamo", "AOTAutograd", "Inductor", "code_generation")), stages
+        ran = ("Dynamo", "AOTAutograd", "Inductor", "code_generation") if record.committed else ("Dynamo",)
+        assert all(stages[s] > 0 for s in ran), stages
         assert all(stages["total"] > v for s, v in stages.items() if s != "total"), (name, stages)
     # Compiled inference: one graph of kernels Inductor wrote and library calls (matmuls, attention); the
     # training step: forward, backward, and the whole AdamW update as one kernel.
