@@ -103,20 +103,26 @@ def test_every_snippet_times_by_the_one_method():
         )
 
 
+# Helpers copied between snippets that have no docstring to recognise them by: compared whole, by name.
+HELPERS_WITHOUT_DOCSTRING = ("counting", "h100_stand_ins", "stopped_by_us", "tidy")
+
+
 def test_a_helper_copied_into_several_snippets_stays_one_helper():
     """A snippet runs alone, so a helper it shares with others (the HLO parsers of the JAX snippets,
     `logged()`, `measure()`) is a copy. A copy is a function of the same name with the same docstring; its
-    code must stay the same in every snippet. Same-named functions without a shared docstring (the chapters'
-    example functions) may differ."""
+    code must stay the same in every snippet; so must the helpers named in HELPERS_WITHOUT_DOCSTRING. Other
+    same-named functions without a shared docstring (the chapters' example functions) may differ."""
     copies: dict[tuple[str, str], dict[str, str]] = {}
     for name in SNIPPETS:
         for node in ast.parse((records.SNIPPETS / name).read_text()).body:
             doc = ast.get_docstring(node) if isinstance(node, ast.FunctionDef) else None
-            if doc:
+            if isinstance(node, ast.FunctionDef) and node.name in HELPERS_WITHOUT_DOCSTRING:
+                copies.setdefault((node.name, ""), {})[name] = ast.dump(node)
+            elif doc:
                 code = ast.dump(node.args) + ast.dump(ast.Module(body=node.body[1:], type_ignores=[]))
                 copies.setdefault((node.name, doc), {})[name] = code
     shared = {key: found for key, found in copies.items() if len(found) > 1}
-    assert {name for name, _ in shared} >= {"measure", "logged", "computations", "opcodes"}
+    assert {name for name, _ in shared} >= {"measure", "logged", "computations", "opcodes", *HELPERS_WITHOUT_DOCSTRING}
     for (function, _), found in shared.items():
         first = next(iter(found))
         differ = [name for name, code in found.items() if code != found[first]]
