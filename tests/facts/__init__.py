@@ -14,6 +14,10 @@ tests/test_facts.py runs every check on a fresh in-process run of its snippet an
 of it, CPU and CUDA alike, so a record that contradicts its page fails CI, naming the record. A snippet
 with no check fails the suite, unless scripts/skips.py names it with the reason (NO_CHECK). A record of a
 snippet its stack cannot run (scripts/skips.py, CANNOT_RUN) skips its check with the record's one line.
+
+A fresh run is made on whatever machine runs the suite, often under load, so a rule that rests on a timing
+or on the machine (its cache sizes, a warm compiler cache) holds on committed records only:
+`if record.committed:`. Those are the records a page shows, made by the recorder in quiet fresh processes.
 """
 
 from __future__ import annotations

