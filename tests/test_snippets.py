@@ -103,27 +103,65 @@ def test_every_snippet_times_by_the_one_method():
         )
 
 
-# Helpers copied between snippets that have no docstring to recognise them by: compared whole, by name.
-HELPERS_WITHOUT_DOCSTRING = ("counting", "h100_stand_ins", "stopped_by_us", "tidy")
+# Top-level functions that share a name across snippets of one framework and are different functions on
+# purpose, each with why. Every other shared name is a copy (a snippet runs alone, so a helper it shares is
+# copied into it) and must stay one function.
+DIFFERENT_ON_PURPOSE = {
+    "add": "regimes' one-op example; triton_basics' launcher of its Triton add kernel",
+    "block": "wrong_output's norm, MLP and head; levers' two-op block with a print",
+    "bound_us": "regimes' bound from this machine's measured roofs; memory_model's from an H100's published ones",
+    "chain": "two examples: cuda_graphs' launch-bound chain, buffer_reuse's chain of matmuls",
+    "complex_activation": "the six ops one per line (where the page counts kernels), in one expression, "
+                          "and as a Triton kernel",
+    "count": "regimes counts FLOPs and bytes of a call; memory_model of shapes it is given",
+    "counting_backend": "break_triggers keeps the graphs; recompiles keeps each graph's input shapes",
+    "inductor_keeping_graphs": "two backends that keep different graphs: each page's own",
+    "keep_aten_graph": "an AOTAutograd compiler in one snippet, a graph transform in the other",
+    "kernels_and_launches": "one lists kernels with how they compile; the other returns their sources and call()",
+    "linear_relu": "one op per line where the page counts kernels, else one expression",
+    "listing": "Python bytecode in one snippet, an FX graph's nodes in the other",
+    "matmul": "regimes' torch matmul; tile_order's Triton kernel",
+    "normalise": "each snippet's output code hides what its page does not show",
+    "ops": "each snippet names the ops of its own graphs",
+    "randn": "each snippet's own inputs (a dtype in one, a scale in the other)",
+    "report": "cuda_graphs prints a timing; dynamo_bytecode's is the untraced Python call of its lesson",
+    "sass_of": "triton_pipeline reads SASS from text; triton_linear_relu from a compiled kernel",
+    "show": "each snippet prints its own table",
+    "soft_sign_gate": "dynamo_backend's has the plain-Python loop its page traces; dynamo_guards' does not",
+    "softmax": "torch's softmax; triton_basics' launcher of its Triton softmax kernel",
+}
 
 
-def test_a_helper_copied_into_several_snippets_stays_one_helper():
-    """A snippet runs alone, so a helper it shares with others (the HLO parsers of the JAX snippets,
-    `logged()`, `measure()`) is a copy. A copy is a function of the same name with the same docstring; its
-    code must stay the same in every snippet; so must the helpers named in HELPERS_WITHOUT_DOCSTRING. Other
-    same-named functions without a shared docstring (the chapters' example functions) may differ."""
-    copies: dict[tuple[str, str], dict[str, str]] = {}
+def shared_functions() -> dict[str, dict[str, str]]:
+    """'framework:name' -> {snippet: code} for every top-level function or class defined in more than one
+    snippet of one framework (JAX's snippets have twins of torch's), the docstring left out."""
+    found: dict[str, dict[str, str]] = {}
     for name in SNIPPETS:
+        framework = "jax" if name.startswith("jax/") else "torch"
         for node in ast.parse((records.SNIPPETS / name).read_text()).body:
-            doc = ast.get_docstring(node) if isinstance(node, ast.FunctionDef) else None
-            if isinstance(node, ast.FunctionDef) and node.name in HELPERS_WITHOUT_DOCSTRING:
-                copies.setdefault((node.name, ""), {})[name] = ast.dump(node)
-            elif doc:
-                code = ast.dump(node.args) + ast.dump(ast.Module(body=node.body[1:], type_ignores=[]))
-                copies.setdefault((node.name, doc), {})[name] = code
-    shared = {key: found for key, found in copies.items() if len(found) > 1}
-    assert {name for name, _ in shared} >= {"measure", "logged", "computations", "opcodes", *HELPERS_WITHOUT_DOCSTRING}
-    for (function, _), found in shared.items():
-        first = next(iter(found))
-        differ = [name for name, code in found.items() if code != found[first]]
-        assert not differ, f"{function}() differs from snippets/{first} in snippets/{', snippets/'.join(differ)}"
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                body = node.body[1:] if ast.get_docstring(node) else node.body
+                code = ast.dump(node.args) if isinstance(node, ast.FunctionDef) else ast.dump(ast.Tuple(node.bases))
+                found.setdefault(f"{framework}:{node.name}", {})[name] = code + ast.dump(
+                    ast.Module(body=body, type_ignores=[]))
+    return {key: copies for key, copies in found.items() if len(copies) > 1}
+
+
+def test_a_function_copied_into_several_snippets_stays_one_function():
+    """A snippet runs alone, so a helper it shares with others (`measure()`, `logged()`, the HLO parsers of the
+    JAX snippets, `first_line()`) is a copy in each. A name defined in two snippets of one framework is one
+    function, the same code in every snippet, unless DIFFERENT_ON_PURPOSE says why not."""
+    shared = shared_functions()
+    assert {"torch:measure", "torch:logged", "jax:computations", "jax:opcodes", "jax:measure",
+            "torch:first_line"} <= set(shared)
+    differ = {}
+    for key, copies in shared.items():
+        first = next(iter(copies))
+        if any(code != copies[first] for code in copies.values()):
+            differ[key.split(":", 1)[1]] = copies
+    drifted = [f"{name}() in snippets/{', snippets/'.join(copies)}"
+               for name, copies in differ.items() if name not in DIFFERENT_ON_PURPOSE]
+    assert not drifted, "copies of one function that differ (make them one, or say why in DIFFERENT_ON_PURPOSE): " \
+        + "; ".join(drifted)
+    stale = set(DIFFERENT_ON_PURPOSE) - set(differ)
+    assert not stale, f"DIFFERENT_ON_PURPOSE names functions that no longer differ: {sorted(stale)}"

@@ -35,8 +35,8 @@ def calls(gm):
             for node in gm.graph.nodes if node.op in ("call_function", "call_method")]
 
 
-def first_line(text):
-    return str(text).strip().splitlines()[0]
+def first_line(error):
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 # --8<-- [start:item]

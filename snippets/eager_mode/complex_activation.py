@@ -7,6 +7,7 @@ GPU, else on the CPU. The Optimizations chapter times these same inputs, eager b
 compiled.
 """
 
+import re
 import statistics
 
 import torch
@@ -75,17 +76,17 @@ def end(e):  # when it ended, relative to the region, in microseconds
     return e.time_range.end - t0
 
 
-def short(name):  # "void at::native::elementwise_kernel<...>(...)" -> "at::native::..."
-    return name.removeprefix("void ").split("<")[0].split("(")[0][:40]
+def short(name):  # "void at::native::kernel<...>(...)" -> "at::native::kernel"
+    return re.sub(r"^void ", "", name).split("<")[0].split("(")[0][:60]
 
 
-print(f"{'CPU side: ops called':<42} {'start(us)':>10} {'took(us)':>9}")
+print(f"{'CPU side: ops called':<46} {'start(us)':>10} {'took(us)':>9}")
 for e in ops:
-    print("  {:<40} {:>10.1f} {:>9.1f}".format(e.name, *span(e)))
-if kernels:
-    print(f"{'GPU side: kernels run':<42} {'start(us)':>10} {'took(us)':>9}")
+    print("  {:<44} {:>10.1f} {:>9.1f}".format(e.name, *span(e)))
+if kernels:  # "at::native::vectorized_elementwise_kernel" and its like: 41 characters and up
+    print(f"{'GPU side: kernels run':<46} {'start(us)':>10} {'took(us)':>9}")
     for e in kernels:
-        print("  {:<40} {:>10.1f} {:>9.1f}".format(short(e.name), *span(e)))
+        print("  {:<44} {:>10.1f} {:>9.1f}".format(short(e.name), *span(e)))
 
 work = kernels or ops  # what actually touched the data
 what = "kernels" if kernels else "ops"

@@ -40,7 +40,7 @@ def counting(gm, example_inputs):  # a backend that keeps each graph, run as tra
 
 
 def first_line(error):
-    return str(error).strip().splitlines()[0]
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 # --8<-- [start:fullgraph]
