@@ -13,9 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
 
-# Keep Inductor's compiled kernels and its precompiled header between runs: a warm suite is several
-# times faster than a cold one. Inductor puts the header under $TMPDIR, so that moves too.
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
+# Keep Inductor's compiled kernels and its precompiled header between runs, in Inductor's default place
+# under $TMPDIR: a warm suite is several times faster than a cold one. A notebook's kernel (which gets no
+# setting of ours) finds the same cache there, so a notebook and its snippets' fresh runs compile each C++
+# kernel once between them, not once each.
 (CACHE / "tmp").mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))
 
@@ -69,14 +70,47 @@ def built_site(request) -> Path:
     return out / "site"
 
 
+def recorded_seconds(snippet: str) -> float:
+    """About what one run of snippets/<snippet> takes: its CPU record's duration, per process for a timed
+    snippet (the recorder runs those in several processes); 0 where there is no record."""
+    from scripts import records
+
+    record = records.record(snippet, "cpu")
+    if not record.exists:
+        return 0.0
+    seconds = record.manifest.get("duration_s", 0.0)
+    pooled = any("processes" in timing for _, timing in records.timings_in(record.results))
+    return seconds / records.PROCESSES if pooled else seconds
+
+
+def expected_seconds(item) -> float:
+    """What a snippet's fresh run or a notebook's run should take, from the records; 0 for other tests."""
+    from scripts import notebooks
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = getattr(item, "originalname", "")
+    if name == "test_fresh_run":
+        return recorded_seconds(params["snippet"])
+    if name == "test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel":
+        page = next(p for p in notebooks.chapter_pages() if notebooks.notebook_name(p) == params["name"])
+        return sum(recorded_seconds(s) for s in {i.snippet for i in notebooks.page_includes(page.read_text())})
+    return 0.0
+
+
 def pytest_collection_modifyitems(items):
     """With `--dist loadgroup`: the browser's per-page tests spread over all workers (they are the slowest
-    part); fresh snippet runs and notebook runs spread too; the rest of each module stays on one worker."""
+    part); fresh snippet runs and notebook runs spread too; the rest of each module stays on one worker.
+    The longest runs go first, so that no worker is left with one at the end while the other idles: the
+    fresh runs, then the notebooks, which find the kernels their snippets' fresh runs compiled."""
     for item in items:
         module = item.module.__name__
         if module in ("test_browser", "test_facts") or item.name.startswith("test_a_notebook_runs_top_to_bottom"):
             continue
         item.add_marker(pytest.mark.xdist_group(module))
+    kind = {"test_fresh_run": 0, "test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel": 1}
+    order = {item.nodeid: (kind.get(getattr(item, "originalname", ""), 2), -expected_seconds(item))
+             for item in items}
+    items.sort(key=lambda item: order[item.nodeid])  # stable: the rest keep their order
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -28,7 +28,7 @@ device = "cuda" if torch.cuda.is_available() else "cpu"
 # first call, and report what the caches did. A file of its own, so that every run
 # starts with nothing in memory.
 STEP = """
-import json, os, sys, time
+import os, sys, time
 from pathlib import Path
 
 import torch

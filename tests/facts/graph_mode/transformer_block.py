@@ -14,7 +14,7 @@ def _(record):
     assert "backward" in graphs["break_reason"] and "backward" in results["fullgraph_step"]
     # Each compile stage took time: the metrics were read from a compile that ran, not a cache hit. The
     # recorder starts a record with empty compiler caches; a fresh run in a second suite finds the FX graph
-    # cache the first one filled (.cache/torchinductor), and its Inductor stages take no time.
+    # cache the first one filled (.cache/tmp/torchinductor_<user>), and its Inductor stages take no time.
     for name, stages in results["compile_seconds"].items():
         ran = ("Dynamo", "AOTAutograd", "Inductor", "code_generation") if record.committed else ("Dynamo",)
         assert all(stages[s] > 0 for s in ran), stages
