@@ -83,7 +83,7 @@ def short(name):  # "void at::native::kernel<...>(...)" -> "at::native::kernel"
 print(f"{'CPU side: ops called':<46} {'start(us)':>10} {'took(us)':>9}")
 for e in ops:
     print("  {:<44} {:>10.1f} {:>9.1f}".format(e.name, *span(e)))
-if kernels:  # "at::native::vectorized_elementwise_kernel" and its like: 41 characters and up
+if kernels:  # some CUDA kernel names are 41 characters and up
     print(f"{'GPU side: kernels run':<46} {'start(us)':>10} {'took(us)':>9}")
     for e in kernels:
         print("  {:<44} {:>10.1f} {:>9.1f}".format(short(e.name), *span(e)))
