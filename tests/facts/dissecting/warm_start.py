@@ -20,5 +20,7 @@ def _(record):
     if record.device == "cpu":
         # ...but they hold no built C++ library, so the CPU compiles every kernel again.
         assert artifacts["compilers"] == cold["compilers"]
+        # A warm restart runs one compile: the preprocessor over the kernels' header, to find its precompiled build.
+        assert warm["compilers"] == 1, warm
     # Each configuration ran in two fresh processes.
     assert all(len(run["s"]) == 2 and all(s > 0 for s in run["s"]) for run in runs.values())
