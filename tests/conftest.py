@@ -1,6 +1,7 @@
 """Test-wide setup that must happen before torch or triton is imported, and the site built once per run."""
 
 import fcntl
+import functools
 import os
 import shutil
 import subprocess
@@ -70,6 +71,7 @@ def built_site(request) -> Path:
     return out / "site"
 
 
+@functools.cache
 def recorded_seconds(snippet: str) -> float:
     """About what one run of snippets/<snippet> takes: its CPU record's duration, per process for a timed
     snippet (the recorder runs those in several processes); 0 where there is no record."""
@@ -83,17 +85,23 @@ def recorded_seconds(snippet: str) -> float:
     return seconds / records.PROCESSES if pooled else seconds
 
 
-def expected_seconds(item) -> float:
-    """What a snippet's fresh run or a notebook's run should take, from the records; 0 for other tests."""
+@functools.cache
+def notebook_snippets() -> dict[str, set[str]]:
+    """Each notebook's name -> the snippets its chapter shows."""
     from scripts import notebooks
 
+    return {notebooks.notebook_name(page): {i.snippet for i in notebooks.page_includes(page.read_text())}
+            for page in notebooks.chapter_pages()}
+
+
+def expected_seconds(item) -> float:
+    """What a snippet's fresh run or a notebook's run should take, from the records; 0 for other tests."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     name = getattr(item, "originalname", "")
     if name == "test_fresh_run":
         return recorded_seconds(params["snippet"])
     if name == "test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel":
-        page = next(p for p in notebooks.chapter_pages() if notebooks.notebook_name(p) == params["name"])
-        return sum(recorded_seconds(s) for s in {i.snippet for i in notebooks.page_includes(page.read_text())})
+        return sum(map(recorded_seconds, notebook_snippets()[params["name"]]))
     return 0.0
 
 
