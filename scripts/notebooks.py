@@ -212,6 +212,11 @@ def page_includes(text: str) -> list[Include]:
     return found
 
 
+def page_snippets(text: str) -> set[str]:
+    """The snippets a page shows, each once."""
+    return {include.snippet for include in page_includes(text)}
+
+
 def out_of_order(text: str) -> list[str]:
     """For each snippet a page shows out of file order (or twice), one line saying how."""
     problems = []
@@ -560,7 +565,7 @@ def inputs_key(page: Path) -> str:
     digest = hashlib.sha256()
     text = page.read_text()
     parts = [page.relative_to(DOCS).as_posix().encode(), text.encode(), *(p.read_bytes() for p in CODE)]
-    for name in sorted({i.snippet for i in page_includes(text)}):
+    for name in sorted(page_snippets(text)):
         path = records.SNIPPETS / name
         parts.append(path.read_bytes() if path.is_file() else name.encode())
         for device in records.DEVICES:

@@ -90,7 +90,7 @@ def notebook_snippets() -> dict[str, set[str]]:
     """Each notebook's name -> the snippets its chapter shows."""
     from scripts import notebooks
 
-    return {notebooks.notebook_name(page): {i.snippet for i in notebooks.page_includes(page.read_text())}
+    return {notebooks.notebook_name(page): notebooks.page_snippets(page.read_text())
             for page in notebooks.chapter_pages()}
 
 
