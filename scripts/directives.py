@@ -535,15 +535,16 @@ def render_changes(d: Directive, page: Page) -> str:
              if records.find_records("cpu", root)}
     if len(roots) < 2:
         return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
-    lines = ["| torch | records | made | Python |", "|---|---|---|---|"]
+    lines = ["| torch | records | made | Python | triton | JAX | numpy |", "|---|---|---|---|---|---|---|"]
     for release, root in sorted(roots.items(), key=lambda item: records.version_key(item[0]), reverse=True):
         made = records.find_records("cpu", root, page.snippets)
         fresh = sum(r.state == "fresh" for r in made)
         dates = sorted(r.date for r in made)
-        python = sorted({str(r.environment.get("python")) for r in made})
+        stack = [", ".join(sorted({str(r.environment.get(key)) for r in made if r.environment.get(key)})) or "–"
+                 for key in releases.STACK]
         main = " (the site's)" if release == records.MAIN else ""
         lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | "
-                     f"{', '.join(python)} |")
+                     + " | ".join(stack) + " |")
     out = ["\n".join(lines), ""]
     shown = site_outputs(docs)
     unchanged, seen, diffs = [], set(), []
@@ -559,9 +560,12 @@ def render_changes(d: Directive, page: Page) -> str:
             continue
         for change in found:
             body = fenced("\n".join(change.lines), "diff")
-            diffs.append(f'??? abstract "{title}: {where}, torch {change.older.release} → {change.newer.release}"\n\n'
+            also = releases.stack_changes(change.older, change.newer)
+            cause = (f" Besides torch, {', '.join(also)} changed between the two records: a line may differ "
+                     f"because of any of them." if also else "")
+            diffs.append(f'??? abstract "{title}: {where}, {releases.label(change.older, change.newer)}"\n\n'
                          f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
-                         f"{change.newer.release}; a line of context either side.\n\n{indent(body)}\n")
+                         f"{change.newer.release}; a line of context either side.{cause}\n\n{indent(body)}\n")
     if diffs:
         out += ["## Outputs that differ", "",
                 f"{len(diffs)} changes between consecutive releases, in the order of the chapters. Open one "
@@ -579,7 +583,7 @@ def render_changes(d: Directive, page: Page) -> str:
                 f'??? info "{len(counted)} values in the records\' `results.json` differ"\n\n'
                 "    Whole numbers, words and flags; measurements are in the next section.\n\n"
                 + indent(table) + "\n"]
-    compared, steady = [], 0
+    compared, steady, refused = [], 0, 0
     for src, title, snippet, key_a, key_b in site_compares(docs):
         found = sorted(releases.comparable(snippet, "cpu", page.outputs, page.snippets),
                        key=lambda r: records.version_key(r.release))
@@ -588,6 +592,11 @@ def render_changes(d: Directive, page: Page) -> str:
             try:
                 a, b = record.value(key_a), record.value(key_b)
             except KeyError:
+                continue
+            if spread := records.unsteady(a) or records.unsteady(b):
+                cells.append(f"{record.release}: not compared (its processes' medians spread from "
+                             f"{spread[0]:,.0f} to {spread[1]:,.0f} µs)")
+                refused += 1
                 continue
             words, _, cell = records.verdict(a, b)
             verdicts.add(records.direction(words))
@@ -603,7 +612,10 @@ def render_changes(d: Directive, page: Page) -> str:
                 "way in every release's record (faster, slower, or about the same), judged by the site's one "
                 "rule. The releases were recorded on different days on the same kind of machine, whose timings "
                 f"move between processes ([How timings are taken]({page.md_link('reproduce.md')}"
-                "#how-timings-are-taken)).",
+                "#how-timings-are-taken))."
+                + (f" {refused} of the records are left out of it: the medians of their fresh processes spread "
+                   f"more than {records.UNSTEADY:g} times, where quiet processes agree within about 2 times, so "
+                   "the machine was busy while they ran." if refused else ""),
                 "", '??? info "Each comparison, release by release"\n\n'
                 "    The verdict, the median ratio of the per-process medians, and its range over the record's "
                 "fresh processes.\n\n" + indent(table) + "\n"]

@@ -356,6 +356,9 @@ def remake_hint(snippet: str, device: str) -> str:
 
 PROCESSES = 5
 SAME_WITHIN = 1.05  # ratios closer to 1 than this are "about the same": this machine cannot resolve them
+# Fresh processes on this machine agree within about 2x (MEASURING.md). A timing whose process medians spread
+# five times wider than that was taken while something else ran: it is not compared with other releases.
+UNSTEADY = 10.0
 
 
 def is_timing(value) -> bool:
@@ -468,6 +471,15 @@ def judge(a: dict, b: dict) -> str:
         return "about the same"
     factor = ratio if ratio > 1 else 1 / ratio
     return f"{factor:.{1 if factor < 10 else 0}f}× " + ("faster" if ratio > 1 else "slower")
+
+
+def unsteady(t: dict) -> tuple[float, float] | None:
+    """(least, greatest) process median of a timing whose processes spread more than UNSTEADY times; None for
+    a steady one, or one taken in a single process."""
+    medians = t.get("process_medians_us") or []
+    if len(medians) > 1 and max(medians) > UNSTEADY * min(medians):
+        return min(medians), max(medians)
+    return None
 
 
 def direction(words: str) -> int:

@@ -39,6 +39,22 @@ RUN_TO_RUN = [
 
 
 VERSIONS = {"torch", "triton", "jax", "jaxlib", "numpy", "python"}  # each record's provenance names them
+# Besides torch, what a record's environment names that can change what a snippet prints, as a reader spells it.
+STACK = {"python": "Python", "triton": "triton", "jax": "JAX", "numpy": "numpy"}
+
+
+def stack_changes(older: records.Record, newer: records.Record) -> list[str]:
+    """Every version besides torch's that differs between two records ('Python 3.12.1 → 3.11.7'): a difference
+    between them may be any of these, not torch's alone."""
+    a, b = older.environment, newer.environment
+    return [f"{name} {a.get(key)} → {b.get(key)}" for key, name in STACK.items()
+            if a.get(key) and b.get(key) and str(a[key]) != str(b[key])]
+
+
+def label(older: records.Record, newer: records.Record) -> str:
+    """'torch 2.11.0 → 2.13.0', with every other version that changed between the two records."""
+    also = stack_changes(older, newer)
+    return f"torch {older.release} → {newer.release}" + (f" (and {', '.join(also)})" if also else "")
 
 
 def normalise(text: str) -> str:

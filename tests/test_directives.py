@@ -473,6 +473,43 @@ def test_the_changes_page_diffs_what_changed_and_lists_what_did_not(tree):
     assert "`graphs`" not in text
 
 
+def restack(folder: Path, **versions) -> None:
+    """Give a written record other versions besides torch's (another Python, another JAX)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["environment"].update(versions)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_diff_names_every_version_that_changed_besides_torch(tree):
+    docs = tree / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:output {SNIPPET}:main -->\n")
+    write_record(tree, "cpu", stdout="graph\nadd_ alpha\n")
+    restack(write_record(tree, "cpu", release="2.11.0", stdout="graph\nmul\n"), python="3.12.1", jax="0.11.2")
+    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = directives.expand("<!-- md:changes -->\n", on)
+    assert f"torch 2.11.0 → {records.MAIN} (and Python 3.12.1 → 3.11.7)" in text
+    assert "| 2.11.0 | 1 fresh of 1 | 2026-11-21 to 2026-11-21 | 3.12.1 | 3.7.1 | 0.11.2 | – |" in text
+
+
+def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tree):
+    docs = tree / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:compare {SNIPPET} eager compiled device=cpu -->\n")
+
+    def timing(*medians):
+        return {"median_us": sorted(medians)[len(medians) // 2], "iqr_us": 1.0, "process_medians_us": list(medians)}
+
+    write_record(tree, "cpu", results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 60)})
+    write_record(tree, "cpu", release="2.11.0",
+                 results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 6000)})
+    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = directives.expand("<!-- md:changes -->\n", on)
+    assert "2.11.0: not compared (its processes' medians spread from 50 to 6,000 µs)" in text
+    assert f"{records.MAIN}: 2.0× faster" in text
+    assert "1 of the records are left out" in text
+
+
 def test_the_changes_page_with_one_release_says_nothing_can_be_compared(tree):
     write_record(tree, "cpu")
     on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs",
