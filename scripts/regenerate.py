@@ -51,7 +51,7 @@ import time
 from importlib import metadata, util
 from pathlib import Path
 
-from scripts import records, skips
+from scripts import budget, records, skips
 from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -281,6 +281,12 @@ def snippet_env(scratch: Path, device: str) -> tuple[dict, dict]:
     return env, overrides
 
 
+def time_left(args) -> float:
+    """The per-snippet limit, cut to what is left of a --budget."""
+    deadline = getattr(args, "deadline", None)
+    return args.timeout if deadline is None else max(1.0, min(args.timeout, deadline - time.monotonic()))
+
+
 def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float) -> tuple[int | None, str]:
     """Run one snippet process, its output to files; (exit status or None, reason)."""
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
@@ -315,7 +321,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -
         cold, _ = snippet_env(again, args.device)
         cold = {**env, **{name: cold[name] for name in COMPILER_CACHES}}
         status, reason = launch(command, again / records.FILES, cold, again / records.STDOUT, again / "stderr.txt",
-                                args.timeout)
+                                time_left(args))
         if status != 0:
             shutil.copy(again / "stderr.txt", work / "stderr.txt")
             return status, f"{reason} in process {number} of {args.processes}"
@@ -370,7 +376,7 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> t
             status, reason = not_run(work, args.device, why_not)
         else:
             status, reason = launch(command, work / records.FILES, env, work / records.STDOUT,
-                                    work / "stderr.txt", args.timeout)
+                                    work / "stderr.txt", time_left(args))
         if status == 0 and not why_not:
             status, why = repeat(source, work, scratch, env, args, progress)
             reason = why or reason
@@ -444,11 +450,37 @@ def list_states(args, chosen: list[str]) -> int:
     return 0
 
 
+def list_plan(args, chosen: list[str]) -> int:
+    """How budgeted calls would record the snippets that are not fresh: the priority order, each part's
+    snippets and expected seconds, from the last records' durations."""
+    device = args.device
+    # The records this machine's torch would make, as a budgeted run here judges them.
+    outputs = args.outputs_dir or records.release_root(records.release_of(version_of("torch")))
+    todo = [s for s in chosen
+            if records.Record(s, device, records.record_dir(s, device, outputs), args.snippets_dir).state != "fresh"]
+    expected = budget.estimates(todo, device, args.records_base, args.snippets_dir)
+    first = budget.compared()
+    plan, too_long = budget.parts(budget.order(todo, expected, first), expected, args.budget)
+    print(f"{len(todo)} of {len(chosen)} {records.LABELS[device]} records to make, in calls of --budget "
+          f"{args.budget:g} s ({budget.RESERVE_S:g} s of each kept for packing); each expected to take what its "
+          f"last record took (an estimate):")
+    for number, part in enumerate(plan, start=1):
+        print(f"part {number}: {len(part)} snippets, about {sum(expected[s][0] for s in part):.0f} s")
+        for snippet in part:
+            mark = "compared" if snippet in first else "        "
+            print(f"  {expected[snippet][0]:7.1f} s  {mark}  {snippet}  ({expected[snippet][1]})")
+    for snippet in too_long:
+        print(f"no part: {snippet} is expected to take {expected[snippet][0]:.0f} s, more than a whole budget")
+    return 0
+
+
 def regenerate(args) -> int:
     snippets = records.find_snippets(args.snippets_dir)
     if not snippets:
         raise UsageError(f"no snippets found under {args.snippets_dir}")
     chosen = select(snippets, args.only)
+    if args.list and args.budget:
+        return list_plan(args, chosen)
     if args.list:
         return list_states(args, chosen)
     device_dir = args.outputs_dir / args.device
@@ -458,6 +490,14 @@ def regenerate(args) -> int:
         counts = {"ran": 0, "fresh": 0, "failed": 0}
         env_info = None
         started = time.monotonic()
+        made, waiting = [], []
+        if args.budget:
+            expected = budget.estimates(chosen, args.device, args.records_base, args.snippets_dir)
+            chosen = budget.order(chosen, expected, budget.compared())
+            args.deadline = started + args.budget - budget.RESERVE_S
+            print(f"budget {args.budget:g} s: snippets in priority order (the site's timed comparisons first, "
+                  f"then the rest, shortest first); a snippet starts only if its last record's duration "
+                  f"fits in what is left", flush=True)
         width = len(str(len(chosen)))
         for index, snippet in enumerate(chosen, start=1):
             prefix = f"[{index:>{width}}/{len(chosen)}]"
@@ -467,6 +507,13 @@ def regenerate(args) -> int:
                 counts["fresh"] += 1
                 print(f"{prefix} fresh   {snippet}", flush=True)
                 continue
+            if args.budget:
+                left = args.deadline - time.monotonic()
+                if expected[snippet][0] > left:
+                    waiting.append(snippet)
+                    print(f"{prefix} later   {snippet}: expected {expected[snippet][0]:.0f} s (from "
+                          f"{expected[snippet][1]}), {max(left, 0):.0f} s of the budget left", flush=True)
+                    continue
             if env_info is None:
                 env_info = environment(args.device)
             print(f"{prefix} running {snippet} ...", flush=True)
@@ -474,6 +521,7 @@ def regenerate(args) -> int:
                 snippet, args, env_info,
                 progress=lambda text, p=prefix, s=snippet: print(f"{p}   ... {s}: {text}", flush=True))
             counts["ran" if ok else "failed"] += 1
+            made += [snippet] if ok else []
             verdict = "ran    " if ok else "FAILED "
             print(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""), flush=True)
         if args.archive and counts["failed"] and not args.pack_failed:
@@ -481,25 +529,33 @@ def regenerate(args) -> int:
                   f"old records would travel as if this run had made them; fix them, or add --pack-failed to "
                   f"pack them marked as failed", file=sys.stderr)
         elif args.archive:
-            packed, failed = pack(args.outputs_dir, args.device, args.archive, args.failed_dir)
+            # A budgeted part carries what it made; the parts before it were unpacked at home already.
+            packed, failed = pack(args.outputs_dir, args.device, args.archive, args.failed_dir,
+                                  only=made if args.budget else None)
             print(f"packed {packed} {args.device} records into {args.archive}"
                   + (f", with {failed} failed run(s) that mark their records failed at home" if failed else ""))
     total = time.monotonic() - started
     print(
         f"regenerate ({args.device}): {counts['ran']} ran, {counts['fresh']} fresh, "
         f"{counts['failed']} failed in {total:.1f} s"
+        + (f", {len(waiting)} left for a later part" if args.budget else "")
     )
+    if waiting:
+        print(f"budget: {len(waiting)} snippet(s) left, about {sum(expected[s][0] for s in waiting):.0f} s by "
+              f"their estimates; unpack this part at home, commit it, and run the same command again to go on")
     return 1 if counts["failed"] else 0
 
 
 # ------------------------------------------------------------------------------------ archive transport
 
 
-def pack(outputs_dir: Path, device: str, archive: Path, failed_dir: Path | None = None) -> tuple[int, int]:
-    """Write every record of `device` into one .tar.gz (atomically), members named <device>/<record>/...,
-    and the kept output of each failed run as failed/<device>/<record>/..., so that at home the record it
-    failed to replace reads "failed", never "fresh". Returns (records, failed runs)."""
-    found = records.find_records(device, outputs_dir)
+def pack(outputs_dir: Path, device: str, archive: Path, failed_dir: Path | None = None,
+         only: list[str] | None = None) -> tuple[int, int]:
+    """Write every record of `device` (or those of the snippets in `only`) into one .tar.gz (atomically),
+    members named <device>/<record>/..., and the kept output of each failed run as failed/<device>/<record>/...,
+    so that at home the record it failed to replace reads "failed", never "fresh". Returns (records, failed
+    runs)."""
+    found = [r for r in records.find_records(device, outputs_dir) if only is None or r.snippet in only]
     failed = records.find_records(device, failed_dir) if failed_dir is not None else []
     archive = Path(archive)
     partial = archive.with_name(f".{archive.name}.partial")
@@ -575,6 +631,12 @@ EXAMPLES = """examples:
   python -m scripts.regenerate --unpack cuda-records.tar.gz   put records brought home in place
   python -m scripts.regenerate --list --device cuda           the state of each CUDA record (no GPU needed)
   python -m scripts.regenerate --only 'graph_mode/*' --force  rerun some snippets even if fresh
+  python -m scripts.regenerate --device cuda --budget 9m --archive part.tar.gz
+                                                              one part of a short GPU window: what fits
+                                                              in 9 minutes, in priority order; run it
+                                                              again (after unpacking) for the next part
+  python -m scripts.regenerate --list --device cuda --budget 9m
+                                                              how calls of 9 minutes would share the work
 
 exit status: 0 ok, 1 a snippet failed (its old record is kept), 2 bad arguments (nothing written),
 130 interrupted (Ctrl-C or SIGTERM)."""
@@ -588,6 +650,13 @@ def positive_seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
     return value
+
+
+def time_budget(text: str) -> float:
+    try:
+        return budget.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -606,19 +675,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="after running, pack all of this device's records into FILE (.tar.gz)")
     parser.add_argument("--pack-failed", action="store_true",
                         help="with --archive: pack even if some snippets failed (their records are marked failed)")
-    parser.add_argument("--unpack", type=Path, metavar="FILE",
-                        help="put the records packed in FILE in place under the outputs folder; run nothing")
+    parser.add_argument("--unpack", type=Path, nargs="+", metavar="FILE",
+                        help="put the records packed in each FILE (several parts, in order) in place under the "
+                             "outputs folder; run nothing")
     parser.add_argument("--processes", type=int, default=records.PROCESSES, metavar="N",
                         help=f"fresh processes a snippet that times runs in; its timings pool them all "
                              f"(default {records.PROCESSES}; 1 for a quick look, not for records)")
+    parser.add_argument("--budget", type=time_budget, metavar="TIME",
+                        help="stop starting snippets that would not finish within TIME (540, 9m, 1h); run in "
+                             "priority order; with --archive, pack what this call made; with --list, show how "
+                             "calls of TIME would share the work")
     parser.add_argument("--timeout", type=positive_seconds, default=900, metavar="S",
                         help="per-snippet limit in seconds (default 900)")
     parser.add_argument("--snippets-dir", type=Path, default=records.SNIPPETS, help=argparse.SUPPRESS)
     parser.add_argument("--outputs-dir", type=Path, help=argparse.SUPPRESS)  # default: by torch release
     parser.add_argument("--failed-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.records_base = args.outputs_dir or records.OUTPUTS  # every release's records, for --budget's estimates
     if args.unpack and (args.list or args.archive or args.only or args.force or args.device):
         parser.error("--unpack puts an archive's records in place and runs nothing: use it alone")
+    if args.unpack and args.budget:
+        parser.error("--unpack runs nothing, so --budget means nothing with it")
     if args.list and (args.archive or args.force):
         parser.error("--list runs nothing, so --archive and --force mean nothing with it")
     return args
@@ -647,8 +724,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.unpack:
             outputs = args.outputs_dir or records.OUTPUTS
-            count = unpack(args.unpack, outputs, args.failed_dir or records.FAILED)
-            print(f"unpacked {count} records from {args.unpack} into {shown(outputs)}")
+            for archive in args.unpack:
+                count = unpack(archive, outputs, args.failed_dir or records.FAILED)
+                print(f"unpacked {count} records from {archive} into {shown(outputs)}")
             return 0
         if args.list:
             args.device = args.device or ("cuda" if cuda_available() else "cpu")

@@ -627,3 +627,84 @@ def test_the_venv_the_recorder_runs_in_is_scrubbed_wherever_it_lies():
     inside = f"{sys.prefix}/lib/site-packages/torch/profiler.py:2: UserWarning"
     assert scrub(inside) == ("<venv>/lib/site-packages/torch/profiler.py:2: UserWarning"
                              if sys.prefix != sys.base_prefix else inside)
+
+
+# ---------------------------------------------------------------------------------------------- budgeted parts
+
+
+def with_duration(tree, name: str, seconds: float) -> None:
+    """Say that a snippet's last record took `seconds`, which a budgeted run expects it to take again."""
+    path = record(tree, f"demo/{name}") / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["duration_s"] = seconds
+    path.write_text(json.dumps(manifest))
+
+
+def members(archive: Path) -> set[str]:
+    with tarfile.open(archive) as tar:
+        return {Path(n).parts[2] for n in tar.getnames() if len(Path(n).parts) > 2}
+
+
+def test_a_budgeted_run_starts_only_what_fits_packs_what_it_made_and_the_next_part_goes_on(tree):
+    for name in ("a", "b", "c"):
+        (tree / "snippets" / "demo" / f"{name}.py").write_text(f"print('{name}')\nresults = {{}}\n")
+    assert regenerate(tree).returncode == 0
+    with_duration(tree, "b", 1000)  # expected to take longer than the first part's budget
+    for name in ("a", "b", "c", "hello"):  # every record stale
+        path = tree / "snippets" / "demo" / f"{name}.py"
+        path.write_text(path.read_text() + "# changed\n")
+    first = regenerate(tree, "--budget", "60", "--archive", str(tree / "part1.tar.gz"))
+    assert first.returncode == 0, first.stderr
+    assert "later   demo/b.py: expected 1000 s" in first.stdout
+    assert "3 ran, 0 fresh, 0 failed" in first.stdout and "1 left for a later part" in first.stdout
+    assert members(tree / "part1.tar.gz") == {"a", "c", "hello"}  # what this part made, not b's old record
+
+    second = regenerate(tree, "--budget", "30m", "--archive", str(tree / "part2.tar.gz"))
+    assert second.returncode == 0, second.stderr
+    assert "1 ran, 3 fresh, 0 failed" in second.stdout
+    assert members(tree / "part2.tar.gz") == {"b"}
+
+    home = tree / "home"
+    both = subprocess.run([sys.executable, "-m", "scripts.regenerate", "--unpack", str(tree / "part1.tar.gz"),
+                           str(tree / "part2.tar.gz"), "--outputs-dir", str(home)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.count("unpacked") == 2
+    states = {name: records.Record(f"demo/{name}.py", "cpu", home / "cpu" / "demo" / name, tree / "snippets").state
+              for name in ("a", "b", "c", "hello")}
+    assert states == dict.fromkeys(states, "fresh")
+
+
+def test_a_budgeted_run_stops_a_snippet_that_overruns_the_budget(tree):
+    assert regenerate(tree).returncode == 0
+    (tree / "snippets" / "demo" / "hello.py").write_text(SLOW)
+    with_duration(tree, "hello", 1)  # it took a second last time; now it hangs
+    started = time.monotonic()
+    done = regenerate(tree, "--budget", "26")  # 20 s of it are kept for packing: 6 s to run in
+    assert time.monotonic() - started < 26
+    assert done.returncode == 1 and "timed out after" in done.stdout
+    assert (record(tree) / "stdout.txt").read_text().startswith("hello from")  # the old record stands
+
+
+def test_the_plan_shares_the_work_between_parts_in_priority_order(tree):
+    for name in ("a", "b", "c"):
+        (tree / "snippets" / "demo" / f"{name}.py").write_text("results = {}\n")
+    assert regenerate(tree).returncode == 0
+    for name, seconds in (("a", 300), ("b", 200), ("c", 600), ("hello", 100)):
+        with_duration(tree, name, seconds)
+        path = tree / "snippets" / "demo" / f"{name}.py"
+        path.write_text(path.read_text() + "# changed\n")
+    plan = regenerate(tree, "--list", "--budget", "9m")
+    assert plan.returncode == 0, plan.stderr
+    lines = plan.stdout.splitlines()
+    assert "part 1: 2 snippets, about 300 s" in lines  # hello and b, shortest first
+    assert "part 2: 1 snippets, about 300 s" in lines
+    assert any(line.startswith("no part: demo/c.py") for line in lines)
+
+
+@pytest.mark.parametrize("budget", ["0", "20s", "nine minutes", "-5m"])
+def test_a_budget_that_leaves_nothing_to_run_is_refused(tree, budget):
+    result = regenerate(tree, "--budget", budget)
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert result.returncode == 2 and len(errors) == 1 and "--budget" in errors[0], result.stderr
+    assert not (tree / "outputs").exists()
