@@ -461,6 +461,9 @@ def list_plan(args, chosen: list[str]) -> int:
     expected = budget.estimates(todo, device, args.records_base, args.snippets_dir)
     first = budget.compared()
     plan, too_long = budget.parts(budget.order(todo, expected, first), expected, args.budget)
+    if not todo:
+        print(f"all {len(chosen)} {records.LABELS[device]} records are fresh: nothing to make")
+        return 0
     print(f"{len(todo)} of {len(chosen)} {records.LABELS[device]} records to make, in calls of --budget "
           f"{args.budget:g} s ({budget.RESERVE_S:g} s of each kept for packing); each expected to take what its "
           f"last record took (an estimate):")
@@ -499,32 +502,40 @@ def regenerate(args) -> int:
                   f"then the rest, shortest first); a snippet starts only if its last record's duration "
                   f"fits in what is left", flush=True)
         width = len(str(len(chosen)))
-        for index, snippet in enumerate(chosen, start=1):
-            prefix = f"[{index:>{width}}/{len(chosen)}]"
-            record = records.Record(snippet, args.device, records.record_dir(snippet, args.device, args.outputs_dir),
-                                    args.snippets_dir, args.failed_dir)
-            if not args.force and record.state == "fresh":
-                counts["fresh"] += 1
-                print(f"{prefix} fresh   {snippet}", flush=True)
-                continue
-            if args.budget:
-                left = args.deadline - time.monotonic()
-                if expected[snippet][0] > left:
-                    waiting.append(snippet)
-                    print(f"{prefix} later   {snippet}: expected {expected[snippet][0]:.0f} s (from "
-                          f"{expected[snippet][1]}), {max(left, 0):.0f} s of the budget left", flush=True)
+        try:
+            for index, snippet in enumerate(chosen, start=1):
+                prefix = f"[{index:>{width}}/{len(chosen)}]"
+                folder = records.record_dir(snippet, args.device, args.outputs_dir)
+                record = records.Record(snippet, args.device, folder, args.snippets_dir, args.failed_dir)
+                if not args.force and record.state == "fresh":
+                    counts["fresh"] += 1
+                    print(f"{prefix} fresh   {snippet}", flush=True)
                     continue
-            if env_info is None:
-                env_info = environment(args.device)
-            print(f"{prefix} running {snippet} ...", flush=True)
-            ok, duration, detail = run_one(
-                snippet, args, env_info,
-                progress=lambda text, p=prefix, s=snippet: print(f"{p}   ... {s}: {text}", flush=True))
-            counts["ran" if ok else "failed"] += 1
-            made += [snippet] if ok else []
-            verdict = "ran    " if ok else "FAILED "
-            print(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""), flush=True)
-        if args.archive and counts["failed"] and not args.pack_failed:
+                if args.budget:
+                    left = args.deadline - time.monotonic()
+                    if expected[snippet][0] > left:
+                        waiting.append(snippet)
+                        print(f"{prefix} later   {snippet}: expected {expected[snippet][0]:.0f} s (from "
+                              f"{expected[snippet][1]}), {max(left, 0):.0f} s of the budget left", flush=True)
+                        continue
+                if env_info is None:
+                    env_info = environment(args.device)
+                print(f"{prefix} running {snippet} ...", flush=True)
+                ok, duration, detail = run_one(
+                    snippet, args, env_info,
+                    progress=lambda text, p=prefix, s=snippet: print(f"{p}   ... {s}: {text}", flush=True))
+                counts["ran" if ok else "failed"] += 1
+                made += [snippet] if ok else []
+                verdict = "ran    " if ok else "FAILED "
+                print(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""),
+                      flush=True)
+        except (KeyboardInterrupt, Stopped):
+            if args.budget and args.archive and made:  # what finished before the stop still travels
+                packed, _ = pack(args.outputs_dir, args.device, args.archive, only=made)
+                print(f"stopped: packed the {packed} {args.device} records this part made into {args.archive}",
+                      file=sys.stderr, flush=True)
+            raise
+        if args.archive and counts["failed"] and not args.pack_failed and not args.budget:
             print(f"regenerate: not packing {args.archive}: {counts['failed']} snippet(s) failed, and their "
                   f"old records would travel as if this run had made them; fix them, or add --pack-failed to "
                   f"pack them marked as failed", file=sys.stderr)
@@ -533,7 +544,9 @@ def regenerate(args) -> int:
             packed, failed = pack(args.outputs_dir, args.device, args.archive, args.failed_dir,
                                   only=made if args.budget else None)
             print(f"packed {packed} {args.device} records into {args.archive}"
-                  + (f", with {failed} failed run(s) that mark their records failed at home" if failed else ""))
+                  + (f", with {failed} failed run(s) that mark their records failed at home" if failed else "")
+                  + (f"; the {counts['failed']} that failed are not in it" if args.budget and counts["failed"]
+                     and not args.pack_failed else ""))
     total = time.monotonic() - started
     print(
         f"regenerate ({args.device}): {counts['ran']} ran, {counts['fresh']} fresh, "

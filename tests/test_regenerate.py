@@ -708,3 +708,21 @@ def test_a_budget_that_leaves_nothing_to_run_is_refused(tree, budget):
     errors = [line for line in result.stderr.splitlines() if "error:" in line]
     assert result.returncode == 2 and len(errors) == 1 and "--budget" in errors[0], result.stderr
     assert not (tree / "outputs").exists()
+
+
+def test_a_stopped_budgeted_part_still_packs_what_it_finished(tree):
+    assert regenerate(tree).returncode == 0
+    hello = tree / "snippets" / "demo" / "hello.py"
+    hello.write_text(hello.read_text() + "# changed\n")
+    (tree / "snippets" / "demo" / "slow.py").write_text(SLOW)  # expected to take as long as hello did
+    archive = tree / "part.tar.gz"
+    running = regenerate(tree, "--budget", "9m", "--archive", str(archive),
+                         popen={"stdout": subprocess.PIPE, "stderr": subprocess.PIPE})
+    deadline = time.monotonic() + 60
+    while not list(record(tree).parent.glob(".slow.new-*/files/pid")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    running.send_signal(signal.SIGTERM)
+    _, err = running.communicate(timeout=60)
+    assert running.returncode == 130
+    assert "stopped: packed the 1 cpu records this part made" in err
+    assert members(archive) == {"hello"}
