@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import hashlib
 import html
 import re
@@ -88,6 +89,24 @@ def site_name() -> str:
 # ------------------------------------------------------------------------------------------- snippets
 
 
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name a piece of code binds anywhere in it: assignments, loop and `with` targets, functions,
+    classes, their arguments, imports and caught exceptions (scopes aside: a lenient test)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
 def is_plumbing(node: ast.stmt) -> bool:
     """A statement that only feeds the recorder: it assigns to, updates or reads the `results` dict."""
     return any(isinstance(n, ast.Name) and n.id == "results" for n in ast.walk(node))
@@ -120,7 +139,27 @@ class Snippet:
                 and isinstance(body[0].value.value, str):
             snippet.drop_lines(body[0])  # the module docstring: the notebook's prose says it
         snippet.prune(body, top=True)
+        snippet.check_dropped(body)
         return snippet
+
+    def check_dropped(self, body: list[ast.stmt]) -> None:
+        """The plumbing rule's other half: a statement left out of the notebook may bind no name that the code
+        kept in it reads, or a reader's run stops with a NameError on a branch the recorder never took."""
+        kept = ast.parse(self.text(1, len(self.lines)))
+        read = {n.id for n in ast.walk(kept) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        read -= bound_names(kept) | set(dir(builtins))  # what kept code defines for itself is no loss
+        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if not isinstance(node, ast.stmt) or node is body or not set(range(*self.lines_of(node))) <= self.drop:
+                continue
+            if lost := sorted((bound_names(node) & read) - {"results"}):
+                raise NotebookError(
+                    f"snippets/{self.name}:{node.lineno}: the notebook leaves this statement out (it touches "
+                    f"`results`), but only it defines {', '.join(f'`{name}`' for name in lost)}, which code the "
+                    f"notebook keeps reads; keep `results` out of it")
+
+    def lines_of(self, node: ast.stmt) -> tuple[int, int]:
+        first, last = self.span(node)
+        return first, last + 1
 
     @staticmethod
     def span(node: ast.stmt) -> tuple[int, int]:

@@ -297,7 +297,7 @@ def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeo
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-            return None, f"timed out after {timeout:g} s"
+            return None, f"timed out after {timeout:.3g} s"
         except BaseException:  # Ctrl-C or SIGTERM: stop the snippet too
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -541,8 +541,10 @@ def regenerate(args) -> int:
                   f"pack them marked as failed", file=sys.stderr)
         elif args.archive:
             # A budgeted part carries what it made; the parts before it were unpacked at home already.
-            packed, failed = pack(args.outputs_dir, args.device, args.archive, args.failed_dir,
-                                  only=made if args.budget else None)
+            # A failed run travels only when asked: in a part, the next part runs that snippet again anyway.
+            carry_failed = args.pack_failed or not args.budget
+            packed, failed = pack(args.outputs_dir, args.device, args.archive,
+                                  args.failed_dir if carry_failed else None, only=made if args.budget else None)
             print(f"packed {packed} {args.device} records into {args.archive}"
                   + (f", with {failed} failed run(s) that mark their records failed at home" if failed else "")
                   + (f"; the {counts['failed']} that failed are not in it" if args.budget and counts["failed"]

@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import subprocess
+import sys
 import time
 from html.parser import HTMLParser
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -60,6 +63,20 @@ def test_a_page_out_of_file_order_is_found_and_refused(tmp_path, monkeypatch):
         notebooks.Builder(tmp_path / "chapter.md").build()
 
 
+def test_a_snippet_whose_dropped_plumbing_defines_a_name_that_kept_code_reads_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "x.py").write_text(
+        "results = {'reason': 'no GPU'}\n\n\ndef why():\n    print(results['reason'])\n\n\n"
+        "# --8<-- [start:main]\nwhy()\n# --8<-- [end:main]\n")
+    (tmp_path / "demo" / "fine.py").write_text(
+        "results = {}\nfor name in ('a',):\n    results[name] = 1\n# --8<-- [start:main]\n"
+        "for name in ('b',):\n    print(name)\n# --8<-- [end:main]\n")
+    monkeypatch.setattr(records, "SNIPPETS", tmp_path)
+    with pytest.raises(notebooks.NotebookError, match=r"demo/x.py:4: .* only it defines `why`"):
+        notebooks.Snippet.load("demo/x.py")
+    notebooks.Snippet.load("demo/fine.py")  # the loop's `name` is bound by kept code too
+
+
 @pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
 def test_a_notebook_runs_each_snippet_in_file_order_without_plumbing(built, name):
     """Its code cells, read in order, are each of its snippets' lines from the top to the last shown section,
@@ -83,6 +100,18 @@ def test_a_notebook_runs_each_snippet_in_file_order_without_plumbing(built, name
         expected = [line.strip() for line in loaded.text(1, last).splitlines() if line.strip()]
         shown = [line.strip() for source in sources for line in source.splitlines() if line.strip()]
         assert shown == expected, f"{name}: the cells of snippets/{snippet} are not its lines in file order"
+
+
+def test_no_notebook_uses_a_name_that_its_cells_never_define(built, tmp_path):
+    """Ruff's undefined-name rule over every notebook's cells: dropping a plumbing statement must not drop a
+    name that kept code reads, on any branch, including those a CPU run never takes."""
+    for name, notebook in built.items():
+        nbformat.write(notebook, tmp_path / Path(name).name)
+    found = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "F821",
+                            "--output-format", "concise", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    undefined = [line.replace(str(tmp_path) + os.sep, "notebooks/") for line in found.stdout.splitlines()
+                 if "F821" in line]
+    assert not undefined, "a notebook uses a name its cells never define:\n" + "\n".join(undefined)
 
 
 @pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
