@@ -65,7 +65,7 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from scripts import diagrams, plots, records, releases
+from scripts import diagrams, findings, plots, records, releases
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
@@ -97,9 +97,11 @@ SPECS = {
     "figure": Spec("block", ("SNIPPET", "NAME"), FIGURE),
     "records": Spec("block", ()),
     "changes": Spec("block", ()),
+    "findings": Spec("block", ()),
+    "coverage": Spec("block", ()),
     "explorer": Spec("block", ("SNIPPET", "KERNEL")),
     "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no")),
-    "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device",)),
+    "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device", "what", "size", "why")),
     "hardware": Spec("inline", ("SNIPPET",), ("device",)),
     "recorded": Spec("conditional", ("SNIPPET",), ("device",)),
     "else": Spec("conditional", ()),
@@ -217,7 +219,6 @@ class Page:
         self.src_uri, self.url, self.target, self.snippets, self.outputs = src_uri, url, target, snippets, outputs
         self.docs = docs  # every page, for the directives that read across the site (md:changes)
         self.figures = 0
-        self.lacking: set[str] = set()
         self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
         self.shown: set[tuple[str, str | None]] = set()  # notebook: (snippet, section) of each code cell
         self.attachments: dict[str, dict] = {}  # notebook: images for the Markdown cell being built
@@ -241,7 +242,6 @@ class Page:
                 raise DirectiveError(str(error)) from None
         if self.target == NOTEBOOK:
             return found[:1]
-        self.lacking |= {d for d in DEVICES if d not in {r.device for r in found}}
         return found
 
     def link(self, path: str) -> str:
@@ -798,8 +798,81 @@ def render_hardware(d: Directive, page: Page) -> str:
     return inline_span(page, record, "the machine", record.hardware)
 
 
+def render_findings(d: Directive, page: Page) -> str:
+    """The site's findings: a chart of every described CPU comparison and a table of them (scripts/findings.py)."""
+    found = findings.collect(site_directives(page.docs, "compare"), page.outputs, page.snippets)
+    if not found:
+        raise DirectiveError("no md:compare on the site says what it compares (what=)")
+    digest = hashlib.sha256(Path(findings.__file__).read_bytes() + Path(plots.__file__).read_bytes()
+                            + repr([vars(f) for f in found]).encode()).hexdigest()[:20]
+    FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
+    files = {palette: FIGURE_CACHE / f"findings-{digest}.{palette}.svg" for palette in plots.PALETTES}
+    for palette, cached in files.items():
+        if not cached.exists():
+            colors = plots.PALETTES[palette]
+            write_atomically(cached, findings.chart(found, colors, plots.style(colors)))
+    alt = findings.describe(found)
+    rows = ["| Workload | Verdict | Ratio (range over fresh processes) | Every release | Why |",
+            "|---|---|---|---|---|"]
+    for f in found:
+        size = f" ({f.size})" if f.size else ""
+        others = ", ".join(release for release, _ in f.releases)
+        agree = f"{'same way' if f.steady else 'differs'} on {others}" if len(f.releases) > 1 else "one release"
+        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {f.words} | {f.ratio:.2f} "
+                    f"({f.low:.2f}–{f.high:.2f}, {f.processes} processes) | {agree} | {f.why} |")
+    steady = sum(f.steady for f in found)
+    summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record; {steady} point the "
+               f"same way on every torch release recorded.")
+    table = "\n".join(rows)
+    if page.target == NOTEBOOK:
+        key = "findings.svg"
+        page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}
+        return f"![{alt}](attachment:{key})\n\n{summary}\n\n{table}\n"
+    page.figures += 1
+    images = []
+    for palette, cached in files.items():
+        site_path = f"figures/{cached.name}"
+        page.drawn[site_path] = str(cached)
+        src = page.link(site_path)
+        images.append(f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
+                      f'<img src="{src}#only-{palette}" alt="{html.escape(alt)}" loading="lazy"></a>')
+    caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio (a dot) and '
+               f"its range over the fresh processes (a line), on a log scale; the shaded band is what the site "
+               f"calls about the same.</p>")
+    return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
+            f"{summary}\n\n{table}\n")
+
+
+def render_coverage(d: Directive, page: Page) -> str:
+    """What was measured where, said once for the whole site (Home): the machines that made the records, and
+    each device's count of snippets recorded, from the records themselves."""
+    snippets = records.find_snippets(page.snippets)
+    found = {device: [r for s in snippets if (r := records.record(s, device, page.outputs, page.snippets)).exists]
+             for device in DEVICES}
+    cpu, cuda = found["cpu"], found["cuda"]
+    if not cpu:
+        raise DirectiveError("there is no CPU record to say anything about")
+    machines = sorted({r.hardware for r in cpu})
+    cores = sorted({str(r.environment.get("cpu_count")) for r in cpu})
+    releases_made = sorted({r.release for device in DEVICES
+                            for s in snippets for r in records.releases_of(s, device, page.outputs, page.snippets)},
+                           key=records.version_key)
+    text = (f"{len(cpu)} of the {len(snippets)} snippets were run and timed on a CPU, the "
+            f"{' and '.join(machines)} ({'/'.join(cores)} cores) named under each output, with torch "
+            f"{releases.names_of(releases_made)}. ")
+    if cuda:
+        gpus = sorted({r.hardware for r in cuda})
+        text += f"{len(cuda)} were also recorded on a GPU, the {' and '.join(gpus)}; the rest were not. "
+    else:
+        text += ("None was run on a GPU: what the pages show of GPUs is compiler output made without one "
+                 "(Triton and Inductor code for named NVIDIA targets, labelled so) and models from published "
+                 "specifications, labelled as models. ")
+    return text + "Each output's provenance line names the machine, the versions and the day that made it.\n"
+
+
 RENDER = {"output": render_output, "figure": render_figure, "records": render_records, "changes": render_changes,
-          "explorer": render_explorer, "value": render_value, "compare": render_compare, "hardware": render_hardware}
+          "findings": render_findings, "coverage": render_coverage, "explorer": render_explorer,
+          "value": render_value, "compare": render_compare, "hardware": render_hardware}
 
 
 # --------------------------------------------------------------------------------------------- expanding
@@ -869,16 +942,3 @@ def expand(markdown: str, page: Page) -> str:
     for is_code, text in fenced_segments(markdown):
         parts.append(text if is_code else INLINE.sub(lambda m: render(m, "inline"), BLOCK.sub(block, text)))
     return "".join(parts)
-
-
-def lacking_note(page: Page) -> str:
-    """Under a page's title: the devices its outputs were not recorded on, once, folded to one line (the
-    page's text says nothing more about a missing record than one short note per section)."""
-    if not page.lacking:
-        return ""
-    reproduce = get_relative_url("reproduce.md", page.src_uri)  # a Markdown link: mkdocs checks and rewrites it
-    missing = " or ".join(LABELS[d] for d in sorted(page.lacking, key=DEVICES.index))
-    return (f'??? note "Not yet recorded on {missing}"\n\n    The outputs on this page were recorded on '
-            f"{' and '.join(LABELS[d] for d in DEVICES if d not in page.lacking)} only. A {missing} record is "
-            f"made on a machine that has one; [Reproduce]({reproduce}) says how. The text about {missing} "
-            f"appears once that record exists.\n\n")

@@ -70,7 +70,7 @@ def on_page_markdown(markdown, page, config, files):
     except directives.DirectiveError as error:
         raise PluginError(str(error)) from None
     _DRAWN.update(state.drawn)
-    head = notebook_link(state) + directives.lacking_note(state)
+    head = notebook_link(state)
     if head:
         # After the first heading, so the title stays first.
         first, sep, rest = markdown.partition("\n")

@@ -62,15 +62,7 @@ def render(record: Record, name: str, options: dict[str, str], palette: str) -> 
     if kind not in KINDS:
         raise FigureError(f"kind={kind} is not one of {', '.join(KINDS)}")
     colors = PALETTES[palette]
-    style = {
-        "svg.hashsalt": "mlc", "svg.fonttype": "none", "font.size": 11,
-        "text.color": colors["fg"], "axes.labelcolor": colors["fg"], "axes.edgecolor": colors["grid"],
-        "xtick.color": colors["fg"], "ytick.color": colors["fg"], "grid.color": colors["grid"],
-        "axes.facecolor": "none", "figure.facecolor": "none", "savefig.transparent": True,
-        "axes.axisbelow": True,  # gridlines behind the bars, never over them
-        "axes.spines.top": False, "axes.spines.right": False,
-    }
-    with plt.rc_context(style):
+    with plt.rc_context(style(colors)):
         fig, alt = DRAW[kind](record, options, colors)
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
@@ -79,6 +71,18 @@ def render(record: Record, name: str, options: dict[str, str], palette: str) -> 
 
 
 # ------------------------------------------------------------------------------------------------ helpers
+
+
+def style(colors: dict) -> dict:
+    """Matplotlib settings for one palette: text in its colours, a transparent background, stable SVG ids."""
+    return {
+        "svg.hashsalt": "mlc", "svg.fonttype": "none", "font.size": 11,
+        "text.color": colors["fg"], "axes.labelcolor": colors["fg"], "axes.edgecolor": colors["grid"],
+        "xtick.color": colors["fg"], "ytick.color": colors["fg"], "grid.color": colors["grid"],
+        "axes.facecolor": "none", "figure.facecolor": "none", "savefig.transparent": True,
+        "axes.axisbelow": True,  # gridlines behind the bars, never over them
+        "axes.spines.top": False, "axes.spines.right": False,
+    }
 
 
 def value(record: Record, key: str):

@@ -88,7 +88,12 @@ def grouped(found: list[records.Record], section: str | None) -> list[list[recor
 
 def names(found: list[records.Record]) -> str:
     """'2.11.0, 2.13.0 and 2.15.0', oldest first."""
-    ordered = sorted({r.release for r in found}, key=records.version_key)
+    return names_of([r.release for r in found])
+
+
+def names_of(releases: list[str]) -> str:
+    """Releases as a reader lists them, oldest first."""
+    ordered = sorted(set(releases), key=records.version_key)
     return ", ".join(ordered[:-1]) + (" and " if len(ordered) > 1 else "") + ordered[-1]
 
 

@@ -269,16 +269,22 @@ def test_hardware_names_the_gpu_or_cpu_from_the_manifest(tree):
 # ------------------------------------------------------------------------------------------------ md:output
 
 
-def test_output_tabs_only_recorded_devices_and_the_page_notes_what_it_lacks(tree):
+def test_output_tabs_only_recorded_devices_and_says_nothing_of_the_others(tree):
     write_record(tree, "cpu", stdout="on the cpu\n")
-    state = page(tree)
-    text = expand(tree, f"<!-- md:output {SNIPPET} -->\n", state)
+    text = expand(tree, f"<!-- md:output {SNIPPET} -->\n", page(tree))
     assert text.startswith('===! "CPU"')
-    assert '"CUDA"' not in text
+    assert '"CUDA"' not in text and "not yet recorded" not in text.lower()
     assert "    on the cpu" in text
-    assert state.lacking == {"cuda"}
-    note = directives.lacking_note(state)
-    assert note.startswith('??? note "Not yet recorded on CUDA"') and "recorded on CPU only" in note
+
+
+def test_what_was_measured_where_is_said_once_from_the_records(tree):
+    write_record(tree, "cpu")
+    text = expand(tree, "<!-- md:coverage -->\n")
+    assert text.startswith(f"1 of the 1 snippets were run and timed on a CPU, the Test CPU (2 cores) named under "
+                           f"each output, with torch {records.MAIN}.")
+    assert "None was run on a GPU" in text
+    write_record(tree, "cuda")
+    assert "1 were also recorded on a GPU, the NVIDIA H200" in expand(tree, "<!-- md:coverage -->\n")
 
 
 def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):
@@ -292,7 +298,6 @@ def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):
     assert "Recorded on Test CPU (2 cores)" in text
     assert 'href="../outputs/cpu/demo/hello/manifest.json">record</a>' in text
     assert "Stale record" not in text
-    assert state.lacking == set() and directives.lacking_note(state) == ""
 
 
 def test_output_of_one_section_in_a_language_per_device(tree):
@@ -496,10 +501,6 @@ def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tr
     docs = tree / "docs"
     docs.mkdir()
     (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:compare {SNIPPET} eager compiled device=cpu -->\n")
-
-    def timing(*medians):
-        return {"median_us": sorted(medians)[len(medians) // 2], "iqr_us": 1.0, "process_medians_us": list(medians)}
-
     write_record(tree, "cpu", results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 60)})
     write_record(tree, "cpu", release="2.11.0",
                  results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 6000)})
@@ -553,7 +554,7 @@ def test_the_notebook_target_renders_plain_text_one_record_and_no_repeat_of_a_sh
                         f"<!-- md:hardware {SNIPPET} -->.\n\n<!-- md:output {SNIPPET}:main -->\n", state)
     assert text.startswith("It took 731.4 on the NVIDIA H200.\n"), text
     assert "<span" not in text and "===" not in text and text.count("```text\nhi\n```") == 1
-    assert "*Recorded on CUDA (NVIDIA H200).*" in text and state.lacking == set()
+    assert "*Recorded on CUDA (NVIDIA H200).*" in text
     state.shown.add((SNIPPET, "main"))
     assert expand(tree, f"<!-- md:output {SNIPPET}:main -->\n", state).strip() == ""
 
@@ -571,3 +572,44 @@ def test_a_recorded_number_is_underlined_and_a_recorded_phrase_is_not(tree):
     number = expand(tree, f"<!-- md:value {SNIPPET} n device=cpu -->")
     phrase = expand(tree, f'<!-- md:value {SNIPPET} small yes="fits in" no="does not fit in" device=cpu -->')
     assert number.startswith('<span class="recorded" ') and phrase.startswith('<span class="recorded words" ')
+
+
+# ------------------------------------------------------------------------------------------------ findings
+
+
+def timing(*medians):
+    return {"median_us": sorted(medians)[len(medians) // 2], "iqr_us": 1.0, "process_medians_us": list(medians)}
+
+
+def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records(tree, monkeypatch):
+    monkeypatch.setattr(directives, "FIGURE_CACHE", tree / "figures")
+    docs = tree / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(
+        f'# A chapter\n\nCompiled is <!-- md:compare {SNIPPET} eager compiled device=cpu what="a demo op" size=n '
+        f'why="one kernel instead of two" -->.\n\nAgain: <!-- md:compare {SNIPPET} eager compiled device=cpu -->.\n')
+    write_record(tree, "cpu", results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 60), "n": 4096})
+    write_record(tree, "cpu", release="2.11.0",
+                 results={"eager": timing(100, 110, 120), "compiled": timing(100, 110, 130), "n": 4096})
+    on = directives.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = directives.expand("<!-- md:findings -->\n", on)
+    (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]")]
+    assert row == ("| [a demo op](chapter.md) (4,096) | 2.0× faster | 2.00 (2.00–2.00, 3 processes) | "
+                   f"differs on {records.MAIN}, 2.11.0 | one kernel instead of two |")
+    assert "1 comparisons" in text and "0 point the same way" in text
+    assert len(list((tree / "figures").glob("findings-*.svg"))) == 2  # light and dark
+    # A record that changes changes the table.
+    write_record_again = records.record_dir(SNIPPET, "cpu", tree / "outputs") / "files" / "results.json"
+    write_record_again.write_text(json.dumps({"eager": timing(100, 110, 120), "compiled": timing(200, 220, 240),
+                                              "n": 4096}))
+    text = directives.expand("<!-- md:findings -->\n", on)
+    assert "| [a demo op](chapter.md) (4,096) | 2.0× slower | 0.50" in text
+
+
+def test_findings_with_no_described_comparison_fail_the_build(tree):
+    docs = tree / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:compare {SNIPPET} eager compiled device=cpu -->\n")
+    on = directives.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    with pytest.raises(directives.DirectiveError, match="says what it compares"):
+        directives.expand("<!-- md:findings -->\n", on)
