@@ -66,7 +66,11 @@ def timed_call(fn):
 
 # --8<-- [start:first_call]
 with torch.no_grad():
-    model(x)  # warm eager up, so one-time costs (CUDA context...) are not billed here
+    # Warm eager up, so the first compile is not billed for what any first call pays:
+    # on CUDA (its context already made by .to(device)) the cuBLAS handle, loading
+    # each kernel on its first launch and the allocator's first cudaMalloc; on a CPU,
+    # starting OpenMP's threads.
+    model(x)
 first = {}
 # 1. The first compile in this process, with Inductor's FX graph cache off.
 # 2. The same again after torch._dynamo.reset(): Dynamo and Inductor run again, but

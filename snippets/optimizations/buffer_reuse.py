@@ -97,7 +97,9 @@ def call_body(output_code):
     header, *lines = (line for line in body.splitlines()
                       if not line.strip().startswith(("#", "assert_")))
     body = header + "\n" + textwrap.indent(textwrap.dedent("\n".join(lines)), "    ")
-    return re.sub(r"graph_\d+_", "graph_N_", body)  # a per-process counter, not code
+    # graph_N: N counts the graphs of the process that generated the code (a copy from
+    # Inductor's cache keeps that process's N); every other name is the same each run.
+    return re.sub(r"graph_\d+_", "graph_N_", body)
 
 
 # --8<-- [start:code]

@@ -4,8 +4,8 @@ into one kernel, which moves a fifth of the bytes.
     python snippets/optimizations/fusion.py
 
 Profiles one eager and one compiled call, times eager, compiled, eager writing into
-preallocated outputs, and a plain copy (the bandwidth the device reaches) on the same
-inputs with one method, and prints the fused kernel Inductor generated (Triton on CUDA,
+preallocated outputs, and a plain copy (a reference bandwidth) on the same inputs
+with one method, and prints the fused kernel Inductor generated (Triton on CUDA,
 C++ on CPU). Runs on CUDA when torch sees a GPU, else on the CPU.
 """
 
@@ -48,11 +48,18 @@ with torch._inductor.config.patch({"cpp.enable_kernel_profile": device == "cpu"}
 
 expected = complex_activation(x, y)
 max_error = (out - expected).abs().max().item()
+# Rounding is relative: measure the difference in float32's spacing (one unit in
+# the last place, ULP) at the largest output.
+largest = expected.abs().max()
+ulp = (torch.nextafter(largest, largest + 1) - largest).item()
 print(f"compiled == eager: {torch.allclose(out, expected, atol=1e-5)} "
-      f"(largest difference {max_error:.1e})")
+      f"(largest difference {max_error:.1e}, {max_error / ulp:g} ULP "
+      f"of the largest output, {largest:.1f})")
 # --8<-- [end:compile]
 results["allclose"] = torch.allclose(out, expected, atol=1e-5)
 results["max_error"] = max_error
+results["largest_output"] = largest.item()
+results["max_error_ulps"] = max_error / ulp
 results["n"] = N
 results["tensor_mib"] = N * x.element_size() / 2**20
 
@@ -82,7 +89,7 @@ def work(prof):
         kernels = [e.name for e in events if e.device_type == DeviceType.CUDA]
     else:
         kernels = [e.name for e in events if "cpp_fused" in e.name]
-    # "void at::native::kernel<...>(...)" -> "at::native::kernel"; graph_N is a counter
+    # "void at::native::kernel<...>(...)" -> "at::native::kernel"; graph_N: see below
     kernels = [re.sub(r"graph_\d+_", "graph_N_", k.removeprefix("void "))
                .split("<")[0].split("(")[0][:60] for k in kernels]
     return ops, kernels
@@ -139,7 +146,7 @@ copy_to = torch.empty_like(x)
 timing = measure({
     "eager": (complex_activation, x, y),
     "compiled": (compiled_activation, x, y),
-    "copy": (copy_to.copy_, x),  # the bandwidth this device reaches in practice
+    "copy": (copy_to.copy_, x),  # a reference bandwidth: one read, one write
 })
 
 # Bytes that cross the memory bus per call, in passes over N fp32 values (4 N bytes):
@@ -238,7 +245,10 @@ names = re.findall(r"^(\w+) = async_compile\.\w+\(", output_code, re.M)
 kernels = generated_kernels(output_code)
 print(f"# {len(kernels)} generated kernel(s): {names}")
 for source in kernels:
-    print(re.sub(r"graph_\d+_", "graph_N_", source))  # graph_N: a per-process counter
+    # Kernel names come from the ops they fuse, the same on every run, but for
+    # graph_N: N counts the graphs of the process that generated the code, and a
+    # copy from Inductor's cache keeps that process's N.
+    print(re.sub(r"graph_\d+_", "graph_N_", source))
 # --8<-- [end:kernel]
 step = re.search(r"x0\+=static_cast<int64_t>\((\d+)L\)", output_code)
 results["kernel"] = {

@@ -20,6 +20,12 @@ def _(record):
     timed(results["timing"], results["timing"])
     if record.device == "cpu":
         assert after["entry_ops"] == ["fusion"], after["entry_ops"]
+        # optimizations.md: the fused CPU loop calls the C library's scalar cosf and sinf (named by index
+        # there), and works on vector registers around the calls. Where objdump ran.
+        code = results["machine_code"]
+        if code["calls"] is not None:
+            assert code["libm"] == ["cosf", "sinf"], code
+            assert "ymm" in code["vector_registers"] or "zmm" in code["vector_registers"], code
     if record.device == "cuda":
         # One loop fusion is one kernel; nothing else in the entry launches one.
         assert after["entry_ops"].count("fusion") == 1, after["entry_ops"]
