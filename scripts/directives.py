@@ -664,8 +664,9 @@ def render_explorer(d: Directive, page: Page) -> str:
     if page.target == NOTEBOOK:
         rows = [f"| {' | '.join(cells[:1] + (f'`{cells[1]}`' if cells[0] else cells[1],) + cells[2:])} |"
                 for cells in table_rows(default)]
-        return (f"What each line of `{name}` cost in SASS for {default} ({label}); "
-                "the site's page links every line to its lines in each stage.\n\n"
+        return (f"What each line of `{name}` cost in SASS for {default} ({label}), in static instructions: "
+                "each counted once, a loop's body too; the site's page links every line to its lines in each "
+                "stage.\n\n"
                 + "\n".join(header + tuple(rows)) + "\n")
     base = page.link(f"{record.site_path}/{records.FILES}/")
     linked = [kernel["first_line"] + offset for offset, text in enumerate(kernel["source"])
@@ -691,7 +692,8 @@ def render_explorer(d: Directive, page: Page) -> str:
                        for cells in table_rows(t))
         heads = "".join(f"<th>{h.strip()}</th>" for h in header[0].strip("|").split("|"))
         tables.append(f'<div class="mlc-x-cost" data-target="{t}"{"" if t == default else " hidden"}>'
-                      f"<table><caption>What each line cost in SASS for {t}</caption><thead><tr>{heads}</tr>"
+                      f"<table><caption>What each line cost in SASS for {t}, in static instructions (each "
+                      f"counted once, a loop's body too)</caption><thead><tr>{heads}</tr>"
                       f"</thead><tbody>{body}</tbody></table></div>")
     chain = ""
     if "chain" in kernel:  # an Inductor kernel: where its lines came from, one step further back

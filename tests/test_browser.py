@@ -352,9 +352,15 @@ def test_the_large_libraries_load_only_where_they_are_used(server, browser, path
         assert total <= 2_000_000, f"{total:,} bytes of JavaScript on {path or 'home'}: {scripts}"
 
 
+IN_VIEW = """(e, stage) => { const pre = e.querySelector(`.mlc-x-pane[data-stage="${stage}"] pre`);
+  return Array.from(pre.querySelectorAll('.mlc-x-line.is-hl'))
+    .filter(l => l.offsetTop >= pre.scrollTop && l.offsetTop < pre.scrollTop + pre.clientHeight)
+    .map(l => l.textContent); }"""
+
+
 def test_the_explorer_links_a_line_to_every_stage(server, browser):
     """Focusing the tl.dot line of the matmul lights lines in every stage, the target's tensor-core
-    instruction among the SASS; a stage line, reached from the keyboard, lights its Python line; on a phone
+    instruction among the SASS, in view; a stage line, reached from the keyboard, lights its Python line; on a phone
     the stages stack in one column."""
     base, _ = server
     context, page, watch = open_page(browser, base, "dissecting/triton/")
@@ -369,6 +375,8 @@ def test_the_explorer_links_a_line_to_every_stage(server, browser):
         found[target] = dict(explorer.evaluate(lit))
         sass = explorer.locator('.mlc-x-pane[data-stage="SASS"] .mlc-x-line.is-hl').all_inner_texts()
         assert any(instruction in line for line in sass), f"{target}: no {instruction} on the tl.dot line"
+        shown = explorer.evaluate(IN_VIEW, "SASS")  # the pane brings the instruction into view, not set-up code
+        assert any(instruction in line for line in shown), f"{target}: {instruction} out of view: {shown[:3]}"
     page.mouse.move(0, 0)  # a line under a resting pointer would take the highlight as the pane scrolls
     explorer.locator('.mlc-x-pane[data-stage="PTX"] pre').focus()
     current = explorer.locator('.mlc-x-pane[data-stage="PTX"] .mlc-x-line.is-current')

@@ -230,7 +230,7 @@ results["torch"] = torch.__version__
 
 
 def unavailable():
-    print(results["inductor_cuda"]["reason"])
+    print(generated["reason"])
 
 
 # --8<-- [start:kernels]
@@ -396,6 +396,39 @@ def sass_lines(cubin):
     return pairs
 
 
+def asm_blocks_at_their_line(ptx):
+    """PTX, corrected: a recent LLVM gives each line of a multi-line inline-asm
+    block its own .loc, one source line further each time, and the last one stays
+    in force after the block. Every line of a block, and what follows it up to the
+    next .loc, gets the block's own line: its first .loc less the lines before it."""
+    out, block, origin = [], None, None
+    for text in ptx.splitlines():
+        loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        if text.strip() == "// begin inline asm":
+            block, origin = 0, None
+        elif text.strip() == "// end inline asm":
+            block, text = None, text + (f"\n\t.loc\t{origin}" if origin else "")
+        elif block is not None and loc:
+            line = int(loc.group(2)) - block
+            origin = origin or f"{loc.group(1)} {line} {loc.group(3)}"
+            text = f"\t.loc\t{origin}"
+        elif block is not None:
+            block += 1  # a line of the block's text
+        out.append(text)
+    return "\n".join(out) + "\n"
+
+
+def reassembled(compiled, ptx):
+    """The cubin that Triton's last step (ptxas, with the options `compiled` was
+    made with) makes of `ptx`."""
+    from triton.compiler.compiler import make_backend
+
+    target = compiled.metadata.target
+    backend = make_backend(target)
+    options = backend.parse_options(compiled.metadata._asdict())
+    return backend.make_cubin(ptx, {}, options, target.arch)
+
+
 MEMORY = re.compile(r"^(?:@!?U?P\w+\s+)?(LDG|STG|LDS|STS|LDL|STL|LDSM|STSM|LDGSTS|"
                     r"UTMALDG|UTMASTG|UBLKCP|ATOM|ATOMS|ATOMG|RED|LD|ST)\b")
 TENSOR = re.compile(r"^(?:@!?U?P\w+\s+)?(HMMA|HGMMA|IMMA|QGMMA|UTC\w*MMA)\b")
@@ -427,17 +460,28 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
-def stage_map(compiled, name, target, own):
+def stage_map(compiled, name, target):
     """Every stage of one compiled kernel as (source line or None, text) pairs,
     summed up for the record, and each stage as a file: per line, its source
-    line (or -), a tab, the text. A location outside the kernel's own lines `own`
-    (Triton 3.9 gives a few sm_100 loads a blank line below it) counts as none."""
-    stages = {stage: [(line if line in own else None, text) for line, text in pairs]
-              for stage, pairs in {"TTIR": mlir_lines(compiled.asm["ttir"]),
-                                   "TTGIR": mlir_lines(compiled.asm["ttgir"]),
-                                   "LLVM IR": llvm_lines(compiled.asm["llir"]),
-                                   "PTX": ptx_lines(compiled.asm["ptx"]),
-                                   "SASS": sass_lines(compiled.asm["cubin"])}.items()}
+    line (or -), a tab, the text. PTX is read with its inline-asm blocks at their
+    line; where that moved a line, SASS is read from the cubin ptxas makes of the
+    corrected PTX. `asm` counts the lines moved, and says whether that SASS holds
+    Triton's instructions in Triton's order (ptxas may pick other registers)."""
+    ptx = asm_blocks_at_their_line(compiled.asm["ptx"])
+    changed = ptx != compiled.asm["ptx"]
+    cubin = reassembled(compiled, ptx) if changed else compiled.asm["cubin"]
+    stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
+              "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+              "LLVM IR": llvm_lines(compiled.asm["llir"]),
+              "PTX": ptx_lines(ptx),
+              "SASS": sass_lines(cubin)}
+    as_made = {"PTX": ptx_lines(compiled.asm["ptx"]),
+               "SASS": sass_lines(compiled.asm["cubin"])}
+
+    def opcodes(sass):
+        return [re.sub(r"^@!?U?P\w+\s+", "", text.split("*/ ", 1)[1]).split()[0]
+                for _, text in sass]
+
     summary = {
         "lines": {stage: len(pairs) for stage, pairs in stages.items()},
         "unmapped": {stage: sum(line is None for line, _ in pairs)
@@ -447,6 +491,10 @@ def stage_map(compiled, name, target, own):
         "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
                              / len(stages["SASS"]),
         "cost": cost(stages["SASS"]),
+        "asm": {"moved": {stage: sum(a != b for (a, _), (b, _) in
+                                     zip(as_made[stage], stages[stage]))
+                          for stage in as_made},
+                "same_sass": opcodes(as_made["SASS"]) == opcodes(stages["SASS"])},
     }
     files = {f"{name}.{target}.{stage.replace(' ', '_')}.txt":
              "".join(f"{line or '-'}\t{text}\n" for line, text in pairs)
@@ -503,14 +551,13 @@ def kernel_map(name, code, user_fn):
         source, first = inspect.getsourcelines(kernel.fn)
         found.update(first_line=first, source=[s.rstrip("\n") for s in source],
                      code_lines=code_lines(kernel.fn))
-        own = range(first, first + len(source))
         for cc, target in {80: "sm_80", 90: "sm_90", 100: "sm_100"}.items():
             # XBLOCK = 1024 and 4 warps here; on a GPU Inductor picks them at launch.
             compiled = triton.compile(
                 ASTSource(fn=kernel, signature=signature, constexprs={"XBLOCK": 1024},
                           attrs=hints),
                 target=GPUTarget("cuda", cc, 32), options={"num_warps": 4})
-            found["targets"][target], files = stage_map(compiled, name, target, own)
+            found["targets"][target], files = stage_map(compiled, name, target)
             found["files"].update(files)
     # One step further back: the comment above the kernel names the graph's nodes
     # and ATen ops it computes; the user's line is where those nodes came from.
@@ -554,5 +601,15 @@ else:
 # --8<-- [end:line_map]
 results["maps"] = {name: {k: v for k, v in found.items() if k != "files"}
                    for name, found in maps.items()}
+# The fused multiply-adds on tmp5's line (tmp4's multiply, tmp5's add), per target.
+results["fma"] = {}
+for name, found in maps.items():
+    (line,) = [found["first_line"] + i for i, text in enumerate(found["source"])
+               if text.strip().startswith("tmp5 = ")]
+    for target in found["targets"]:
+        sass = found["files"][f"{name}.{target}.SASS.txt"].splitlines()
+        results["fma"][target] = " and ".join(sorted(
+            {op for row in sass if row.startswith(f"{line}\t")
+             for op in re.findall(r"\*/ (?:@!?P\w+ )?(FFMA2?)\b", row)}))
 results["files"].update({file: text for found in maps.values()
                          for file, text in found["files"].items()})

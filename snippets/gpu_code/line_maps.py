@@ -7,6 +7,8 @@ loc(...) in TTIR and TTGIR, !dbg in LLVM IR, .loc in PTX, and line info in the c
 that triton's own nvdisasm prints next to the SASS. This snippet compiles two kernels
 for sm_80, sm_90 and sm_100 on a machine without a GPU and reads those locations:
 no text is matched between stages. Lines with no location are kept and counted.
+Where LLVM's .loc inside an inline-asm block drifts, the block is put back at its
+line, in PTX and in the SASS ptxas makes of it.
 """
 
 import ast
@@ -212,6 +214,39 @@ def sass_lines(cubin):
         elif op:
             pairs.append((line, f"/*{op.group(1)}*/ {op.group(2)}"))
     return pairs
+
+
+def asm_blocks_at_their_line(ptx):
+    """PTX, corrected: a recent LLVM gives each line of a multi-line inline-asm
+    block its own .loc, one source line further each time, and the last one stays
+    in force after the block. Every line of a block, and what follows it up to the
+    next .loc, gets the block's own line: its first .loc less the lines before it."""
+    out, block, origin = [], None, None
+    for text in ptx.splitlines():
+        loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        if text.strip() == "// begin inline asm":
+            block, origin = 0, None
+        elif text.strip() == "// end inline asm":
+            block, text = None, text + (f"\n\t.loc\t{origin}" if origin else "")
+        elif block is not None and loc:
+            line = int(loc.group(2)) - block
+            origin = origin or f"{loc.group(1)} {line} {loc.group(3)}"
+            text = f"\t.loc\t{origin}"
+        elif block is not None:
+            block += 1  # a line of the block's text
+        out.append(text)
+    return "\n".join(out) + "\n"
+
+
+def reassembled(compiled, ptx):
+    """The cubin that Triton's last step (ptxas, with the options `compiled` was
+    made with) makes of `ptx`."""
+    from triton.compiler.compiler import make_backend
+
+    target = compiled.metadata.target
+    backend = make_backend(target)
+    options = backend.parse_options(compiled.metadata._asdict())
+    return backend.make_cubin(ptx, {}, options, target.arch)
 # --8<-- [end:locations]
 
 
@@ -251,17 +286,28 @@ def code_lines(fn):
     return sorted(first + line - 1 for line in found)
 
 
-def stage_map(compiled, name, target, own):
+def stage_map(compiled, name, target):
     """Every stage of one compiled kernel as (source line or None, text) pairs,
     summed up for the record, and each stage as a file: per line, its source
-    line (or -), a tab, the text. A location outside the kernel's own lines `own`
-    (Triton 3.9 gives a few sm_100 loads a blank line below it) counts as none."""
-    stages = {stage: [(line if line in own else None, text) for line, text in pairs]
-              for stage, pairs in {"TTIR": mlir_lines(compiled.asm["ttir"]),
-                                   "TTGIR": mlir_lines(compiled.asm["ttgir"]),
-                                   "LLVM IR": llvm_lines(compiled.asm["llir"]),
-                                   "PTX": ptx_lines(compiled.asm["ptx"]),
-                                   "SASS": sass_lines(compiled.asm["cubin"])}.items()}
+    line (or -), a tab, the text. PTX is read with its inline-asm blocks at their
+    line; where that moved a line, SASS is read from the cubin ptxas makes of the
+    corrected PTX. `asm` counts the lines moved, and says whether that SASS holds
+    Triton's instructions in Triton's order (ptxas may pick other registers)."""
+    ptx = asm_blocks_at_their_line(compiled.asm["ptx"])
+    changed = ptx != compiled.asm["ptx"]
+    cubin = reassembled(compiled, ptx) if changed else compiled.asm["cubin"]
+    stages = {"TTIR": mlir_lines(compiled.asm["ttir"]),
+              "TTGIR": mlir_lines(compiled.asm["ttgir"]),
+              "LLVM IR": llvm_lines(compiled.asm["llir"]),
+              "PTX": ptx_lines(ptx),
+              "SASS": sass_lines(cubin)}
+    as_made = {"PTX": ptx_lines(compiled.asm["ptx"]),
+               "SASS": sass_lines(compiled.asm["cubin"])}
+
+    def opcodes(sass):
+        return [re.sub(r"^@!?U?P\w+\s+", "", text.split("*/ ", 1)[1]).split()[0]
+                for _, text in sass]
+
     summary = {
         "lines": {stage: len(pairs) for stage, pairs in stages.items()},
         "unmapped": {stage: sum(line is None for line, _ in pairs)
@@ -271,6 +317,10 @@ def stage_map(compiled, name, target, own):
         "sass_mapped_share": 1 - sum(line is None for line, _ in stages["SASS"])
                              / len(stages["SASS"]),
         "cost": cost(stages["SASS"]),
+        "asm": {"moved": {stage: sum(a != b for (a, _), (b, _) in
+                                     zip(as_made[stage], stages[stage]))
+                          for stage in as_made},
+                "same_sass": opcodes(as_made["SASS"]) == opcodes(stages["SASS"])},
     }
     files = {f"{name}.{target}.{stage.replace(' ', '_')}.txt":
              "".join(f"{line or '-'}\t{text}\n" for line, text in pairs)
@@ -283,11 +333,9 @@ for name, (kernel, *_) in KERNELS.items():
     source, first = inspect.getsourcelines(kernel.fn)  # first: the decorator's line
     maps[name] = {"first_line": first, "source": [s.rstrip("\n") for s in source],
                   "code_lines": code_lines(kernel.fn), "targets": {}}
-    own = range(first, first + len(source))
     for cc, target in TARGETS.items():
         compiled = compile_for(name, cc, hints=True)
-        maps[name]["targets"][target], kernel_files = stage_map(compiled, name, target,
-                                                                own)
+        maps[name]["targets"][target], kernel_files = stage_map(compiled, name, target)
         files.update(kernel_files)
 # --8<-- [end:maps]
 
@@ -308,7 +356,18 @@ for name, kernel_map in maps.items():
     for line in silent:
         print(f"{name}, line {line}: no SASS of its own on sm_90 "
               f"({kernel_map['source'][line - kernel_map['first_line']].strip()})")
+print("SASS lines moved by putting inline asm back at its line "
+      f"({', '.join(TARGETS.values())}):")
+for name, kernel_map in maps.items():
+    print(f"  {name}: " + ", ".join(str(found["asm"]["moved"]["SASS"])
+                                    for found in kernel_map["targets"].values()))
 # --8<-- [end:report]
 results["maps"] = maps
+# What the tl.dot line cost, per target (triton.md's quiz).
+matmul = maps["matmul_bias_relu"]
+dot = next(line for line in matmul["code_lines"]
+           if "tl.dot(" in matmul["source"][line - matmul["first_line"]])
+results["dot"] = {"line": dot, **{target: found["cost"][str(dot)]
+                                  for target, found in matmul["targets"].items()}}
 results["files"] = files
 results["label"] = f"compiled for each target {where_made()}; never run"

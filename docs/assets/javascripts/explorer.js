@@ -2,6 +2,10 @@
 // are fetched from the record (one file per stage, each line "source line<TAB>text"), and hovering or
 // focusing a line highlights every line, in every stage and in the Python, that carries the same source line.
 (function () {
+  // A tile product in each stage: TTIR's tt.dot, TTGIR's warpgroup and tcgen05 ops, the PTX of each generation
+  // (also inline in LLVM IR), and the SASS the cost table counts as tensor-core instructions.
+  var TENSOR_CORE = /\btt\.dot\b|warp_group_dot|tc_gen5_mma|\bmma\.sync|wgmma\.mma_async|tcgen05\.mma\b|\b(HMMA|HGMMA|IMMA|QGMMA|UTC\w*MMA)\b/;
+
   function lineElement(src, text) {
     var span = document.createElement("span");
     span.className = "mlc-x-line";
@@ -16,10 +20,13 @@
     explorer.querySelectorAll('.mlc-x-line[data-src="' + src + '"]').forEach(function (e) {
       e.classList.add("is-hl");
     });
-    // Bring the first linked line of each stage into its own pane's view, without scrolling the page.
+    // Bring each stage's linked lines into its own pane's view, without scrolling the page: from the first
+    // tensor-core instruction among them if there is one (tl.dot's line sets up its operands long before), else
+    // from the first.
     explorer.querySelectorAll(".mlc-x-pane:not(.mlc-x-source) pre").forEach(function (pre) {
-      var first = pre.querySelector(".is-hl");
-      if (first) pre.scrollTop = first.offsetTop - pre.clientHeight / 3;  // pre is positioned: the offset is in it
+      var lit = Array.from(pre.querySelectorAll(".is-hl"));
+      var shown = lit.find(function (e) { return TENSOR_CORE.test(e.textContent); }) || lit[0];
+      if (shown) pre.scrollTop = shown.offsetTop - pre.clientHeight / 3;  // pre is positioned: the offset is in it
     });
   }
 
