@@ -10,6 +10,7 @@ compiled, breaks, log messages, errors.
 
 import logging
 import re
+import textwrap
 from logging.handlers import BufferingHandler
 
 import torch
@@ -127,11 +128,13 @@ results["logs"]["recompiles"]["reason"] = next(
      if "size mismatch" in line), None)
 
 # --8<-- [start:modes]
-modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-for mode in modes:  # mode= names a set of Inductor options: these are all of them
-    print(f"{mode:<27} {torch._inductor.list_mode_options(mode)}")
+modes = torch._inductor.list_mode_options()  # every mode this release knows
+for mode, options in modes.items():  # mode= names a set of Inductor options
+    settings = ", ".join(f"{name}={value}" for name, value in options.items())
+    print(textwrap.fill(f"{mode}: {settings or '(none)'}", 80,
+                        subsequent_indent="    "))
 # --8<-- [end:modes]
-results["modes"] = {mode: torch._inductor.list_mode_options(mode) for mode in modes}
+results["modes"] = modes
 
 
 # --8<-- [start:mark_dynamic]

@@ -30,6 +30,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.profiler import profile
 from torch.utils import benchmark
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {"device": device}
@@ -150,6 +151,7 @@ x = torch.randn(8, 128, 256, device=device)
 target = torch.randn(8, 128, 256, device=device)
 # --8<-- [end:model]
 results["parameters"] = sum(p.numel() for p in block.parameters())
+results["parameter_tensors"] = len(list(block.parameters()))
 results["shape"] = list(x.shape)
 
 
@@ -265,6 +267,21 @@ results["eager_ops"] = {"inference": eager_inference.ops,
 results["compiled_kernels"] = {
     name: [dict(zip(("kernels", "calls"), kernels(code))) for code in codes]
     for name, codes in [("inference", inference_code), ("training", training_code)]}
+
+
+def sources(codes):
+    """(name, source) of each kernel in Inductor's output code."""
+    return [kernel for code in codes for kernel in re.findall(
+        r"^(\w+) = async_compile\.\w+\(.*?r?'''\n(.*?)'''", code, re.M | re.S)]
+
+
+# Inductor's kernel cache is keyed by the source: the training compile could reuse a
+# kernel of the inference compile only if its source were the same.
+built = {source for _, source in sources(inference_code)}
+results["kernels_in_both"] = sorted(
+    name for name, source in sources(training_code) if source in built)
+results["kernel_sources"] = {"inference": len(sources(inference_code)),
+                             "training": len(sources(training_code))}
 
 
 
@@ -412,6 +429,18 @@ for name, ms in shares.items():
 results["split_ms"] = shares
 results["library_percent"] = {name: 100 * ms["library"] / (ms["library"] + ms["rest"])
                               for name, ms in shares.items()}
+
+
+# For the page's model, not a measurement: a training step's matrix products, counted
+# by FlopCounterMode, at the H100 SXM's published FP32 rate without tensor cores
+# (67 TFLOP/s, NVIDIA's H100 datasheet), over the ops eager runs in a step.
+with FlopCounterMode(display=False) as counter:
+    training(copy.deepcopy(block))(x, target)
+matmul_flop = sum(count for op, count in counter.get_flop_counts()["Global"].items()
+                  if str(op) in ("aten.mm", "aten.addmm", "aten.bmm"))
+results["model"] = {"matmul_gflop": matmul_flop / 1e9,
+                    "h100_fp32_us": matmul_flop / 67e12 * 1e6,
+                    "us_per_eager_op": matmul_flop / 67e12 * 1e6 / eager_training.ops}
 
 
 # --8<-- [start:cuda]

@@ -23,3 +23,6 @@ def _(record):
     else:
         assert eager["kernel_count"] == compiled["kernel_count"] == 0
         assert compiled["calls"] == ["extern_kernels.addmm", "cpp_fused_relu_0"]  # bias folded into addmm
+        if record.committed:  # graph-mode.md: the epilogue's M x N tensors stay in the recording CPU's L3
+            l3 = record.environment["caches"]["L3"]
+            assert 3 * record.results["shape"]["mn_mib"] * 2**20 < l3, (record.results["shape"], l3)

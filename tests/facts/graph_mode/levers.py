@@ -26,6 +26,10 @@ def _(record):
     assert modes["default"] == {} and modes["reduce-overhead"] == {"triton.cudagraphs": True}
     assert modes["max-autotune"]["max_autotune"] and modes["max-autotune"]["triton.cudagraphs"]
     assert "triton.cudagraphs" not in modes["max-autotune-no-cudagraphs"]
+    # lite: every op falls back to its ATen kernel unless a region opts in; no passes, no buffer reuse.
+    lite = modes["lite"]
+    assert lite["fallback_by_default"] and not lite["allow_buffer_reuse"] and not lite["use_post_grad_passes"]
+    assert "lite: fallback_by_default=True" in record.section("modes")
     # mark_dynamic skips the static graph the default compiles first; torch.cond keeps one graph.
     assert results["mark_dynamic"] == {"unmarked": 2, "marked": 1}
     assert results["cond"] == {"branchy": 3, "one_graph": 1}

@@ -1,6 +1,8 @@
 """The check of snippets/graph_mode/transformer_block.py: what transformer.md says about it, held on every record
 of it."""
 
+import math
+
 from facts import check, skip_unless_pinned, timed
 
 
@@ -32,6 +34,22 @@ def _(record):
     assert optimizer["calls"] == [] and any("addcdiv" in k and "lerp" in k for k in optimizer["kernels"])
     if record.device == "cpu":  # AdamW loops over the parameters on a CPU; one kernel does them all
         assert len(optimizer["kernels"]) == 1, optimizer
+    assert results["parameter_tensors"] == 12  # transformer.md: AdamW's loop over 12 parameter tensors
+    # The training compile reuses no kernel the inference compile built (the kernel cache is keyed by the
+    # source): even the first LayerNorm kernel, named the same, also stores each row's rstd for the backward.
+    counts = results["kernel_sources"]
+    assert counts["inference"] == len(inference["kernels"]), (counts, inference)
+    assert counts["training"] == sum(len(g["kernels"]) for g in (forward, backward, optimizer)), counts
+    assert results["kernels_in_both"] == [], results["kernels_in_both"]
+    if record.device == "cpu":
+        assert inference["kernels"][0] == forward["kernels"][0] == "cpp_fused_native_layer_norm_0"
+    # The page's model, not a measurement: the step's matrix products (4.8 GFLOP) at the H100's published
+    # FP32 rate (67 TFLOP/s) take under 0.1 ms, less than a microsecond per op eager runs in a step.
+    model = results["model"]
+    assert round(model["matmul_gflop"], 1) == 4.8, model
+    assert math.isclose(model["h100_fp32_us"], model["matmul_gflop"] * 1e3 / 67)
+    assert math.isclose(model["us_per_eager_op"] * results["eager_ops"]["training"], model["h100_fp32_us"])
+    assert model["h100_fp32_us"] < 100 and model["us_per_eager_op"] < 1, model
     # Eager runs each op as a kernel of its own: more than the compiled graph's kernels and calls together.
     eager = results["eager_ops"]
     assert eager["inference"] > len(inference["kernels"]) + len(inference["calls"]), eager
