@@ -819,12 +819,14 @@ def render_findings(d: Directive, page: Page) -> str:
     for f in found:
         size = f" ({f.size})" if f.size else ""
         others = ", ".join(release for release, _ in f.releases)
-        agree = f"{'same way' if f.steady else 'differs'} on {others}" if len(f.releases) > 1 else "one release"
+        agree = (f"{'same way' if f.steady else 'differs'} on {others}" if len(f.releases) > 1
+                 else f"only {others} has a fresh record")
         rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {f.words} | {f.ratio:.2f} "
                     f"({f.low:.2f}–{f.high:.2f}, {f.processes} processes) | {agree} | {f.why} |")
     steady = sum(f.steady for f in found)
-    summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record; {steady} point the "
-               f"same way on every torch release recorded.")
+    several = sum(len(f.releases) > 1 for f in found)
+    summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record. Of the {several} "
+               f"recorded fresh with more than one torch release, {steady} point the same way on every one.")
     table = "\n".join(rows)
     if page.target == NOTEBOOK:
         key = "findings.svg"

@@ -37,8 +37,9 @@ class Finding:
 
     @property
     def steady(self) -> bool:
-        """Every release's record points the same way (faster, slower, or about the same)."""
-        return len({records.direction(words) for _, words in self.releases}) == 1
+        """More than one release recorded it, and every one's record points the same way (faster, slower, or
+        about the same)."""
+        return len(self.releases) > 1 and len({records.direction(words) for _, words in self.releases}) == 1
 
 
 def shown_size(value) -> str:
@@ -78,7 +79,8 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
                 continue
             if not (records.unsteady(x) or records.unsteady(y)):
                 verdicts.append((record.release, records.judge(x, y)))
-        size = shown_size(shown.value(options["size"])) if options.get("size") else ""
+        size = (f"{options['size'].split('.')[-1]} = {shown_size(shown.value(options['size']))}"
+                if options.get("size") else "")
         found.append(Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), size,
                              records.judge(a, b), ratio, low, high, len(records.ratios(a, b)), verdicts))
     return found
@@ -112,7 +114,7 @@ def chart(found: list[Finding], colors: dict, style: dict) -> str:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("compiled (or the second) against eager (or the first): above 1× faster")
+        ax.set_xlabel("how much faster the second runs than the first (log scale)")
         ax.grid(axis="x")
         ax.tick_params(axis="y", length=0)
         out = io.StringIO()

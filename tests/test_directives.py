@@ -594,16 +594,16 @@ def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records
     on = directives.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     text = directives.expand("<!-- md:findings -->\n", on)
     (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]")]
-    assert row == ("| [a demo op](chapter.md) (4,096) | 2.0× faster | 2.00 (2.00–2.00, 3 processes) | "
+    assert row == ("| [a demo op](chapter.md) (n = 4,096) | 2.0× faster | 2.00 (2.00–2.00, 3 processes) | "
                    f"differs on {records.MAIN}, 2.11.0 | one kernel instead of two |")
-    assert "1 comparisons" in text and "0 point the same way" in text
+    assert "1 comparisons" in text and "Of the 1 recorded fresh with more than one torch release, 0 point" in text
     assert len(list((tree / "figures").glob("findings-*.svg"))) == 2  # light and dark
     # A record that changes changes the table.
     write_record_again = records.record_dir(SNIPPET, "cpu", tree / "outputs") / "files" / "results.json"
     write_record_again.write_text(json.dumps({"eager": timing(100, 110, 120), "compiled": timing(200, 220, 240),
                                               "n": 4096}))
     text = directives.expand("<!-- md:findings -->\n", on)
-    assert "| [a demo op](chapter.md) (4,096) | 2.0× slower | 0.50" in text
+    assert "| [a demo op](chapter.md) (n = 4,096) | 2.0× slower | 0.50" in text
 
 
 def test_findings_with_no_described_comparison_fail_the_build(tree):
