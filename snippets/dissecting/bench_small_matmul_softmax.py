@@ -3,9 +3,9 @@
     python snippets/dissecting/bench_small_matmul_softmax.py
 
 Runs on CUDA when torch sees a GPU, else on the CPU. Times the first calls one by one,
-the way a quick experiment does (the first compiled call is the compilation), then eager
-and compiled the site's way: warmed up, synchronised, timed in the same rounds, median
-and IQR.
+the way a quick experiment does (the first compiled call compiles, and pays the
+process's one-time compiler start-up), then eager and compiled the site's way: warmed
+up, synchronised, timed in the same rounds, median and IQR.
 """
 
 import time
@@ -93,9 +93,9 @@ results["first_calls"] = {
 
 
 # --8<-- [start:timer]
-# Timer also sets torch's CPU thread count while it measures (num_threads, 1 unless told
-# otherwise), and the compiled C++ kernel's OpenMP team follows it: measure() tells it
-# to use all of torch's threads, so both sides get the same number.
+# Timer sets torch's CPU thread count while it measures (1 unless told), so measure()
+# tells it torch's own: another count would fail a Dynamo guard, and Timer would time a
+# kernel recompiled for that count.
 eager, compiled = measure({"eager": (simple_fn, x, y),
                            "compiled": (compiled_fn, x, y)}).values()
 for name, m in (("eager", eager), ("compiled", compiled)):

@@ -94,7 +94,7 @@ for kind, meta, payload in events:
     if kind == "compilation_metrics":
         m = meta[kind]
         shapes = ast.literal_eval(m.get("graph_node_shapes") or "{}")  # of every node
-        x_size = re.sub(r"'s\d+'", "s0", str(shapes.get("l_x_")))  # names vary: s0
+        x_size = str(shapes.get("l_x_")).replace("'", "")  # a symbol prints unquoted
         print(f"[{m['compile_id']}] {m['co_name']}: {m['graph_op_count']} ops, "
               f"x: {x_size}, {m['guard_count']} guards, "
               f"{m.get('shape_env_guard_count')} on symbolic sizes")

@@ -257,6 +257,12 @@ results["default_graphs"] = {"forward": compared["default"]["forward"],
                              "backward": compared["default"]["backward"]}
 results["default_ops"] = {"forward": ops(compared["default"]["forward"]),
                           "backward": ops(compared["default"]["backward"])}
+# The joint listing's ops that do not depend on the incoming gradient (marked fw), and
+# how many of them the default partitioner runs in forward: the original forward's.
+joint_fw = sum(line.startswith("fw  ") for line in listing(joint).splitlines())
+default_forward = len(results["default_ops"]["forward"])
+results["default_partition"] = {"joint_fw": joint_fw, "forward": default_forward,
+                                "fw_in_backward": joint_fw - default_forward}
 
 
 # --8<-- [start:optimizer]

@@ -25,6 +25,9 @@ def _(record):
     for side in ("eager", "compiled"):
         assert_timing(timing[side])
         assert f"{side:<9} median" in record.section("timer")
+    # measure() times 10 rounds a side in each process; a record pools its processes' rounds.
+    for side in ("eager", "compiled"):
+        assert timing[side]["n"] == 10 * timing[side].get("processes", 1)
     (eager_us, n), (compiled_us, _) = as_printed(timing["eager"]), as_printed(timing["compiled"])
     assert f"n = {n}" in record.section("timer")
     difference = compiled_us - eager_us  # the printed difference: this process's medians

@@ -19,7 +19,8 @@ def _(record):
     assert results["events"]["inductor_output_code"] == 2
     assert len(results["recompile_reasons"]) == 1
     assert "size mismatch at index 0" in results["recompile_reasons"][0]
-    assert "x: [s0]" in record.section("summary")
+    # A symbolic size is named after a hash of its source, so the same in every run: s17 here.
+    assert "x: [s17]" in record.section("summary")
     tlparse = results["tlparse"]
     if tlparse["available"]:
         assert tlparse["compile_ids"] == ["[0/0]", "[0/1]"] and "index.html" in tlparse["pages"]

@@ -53,6 +53,16 @@ def _(record):
     else:
         assert results["autograd_saved_count"]["inductor"] < count["default"]
     assert results["autograd_saved_count"]["eager"] >= count["min_cut"]
+    # The default partitioner keeps the original forward's ops in forward: the joint graph's first ops,
+    # up to the loss; every later op runs in backward, some of those marked fw among them.
+    default = results["default_partition"]
+    forward_ops = results["default_ops"]["forward"]
+    assert default["forward"] == len(forward_ops) and forward_ops == results["joint_ops"][:len(forward_ops)]
+    assert forward_ops[-1] == "mean" and "mean" not in results["joint_ops"][len(forward_ops):]
+    assert default["fw_in_backward"] == default["joint_fw"] - default["forward"] > 0
+    assert default["joint_fw"] == record.section("joint").count("fw  ")
+    assert f"default  saves {count['default']} tensors" in record.section("partitioners")
+    assert f"forward {default['forward']} ops" in record.section("partitioners")
     # Min-cut keeps the ReLU's mask (one byte a value), not its fp32 output.
     mask = results["min_cut_mask"]
     assert mask["dtype"] == "bool" and mask["shape"] == [64, 128] and mask["bytes"] == 64 * 128
