@@ -868,7 +868,7 @@ def render_coverage(d: Directive, page: Page) -> str:
         gpus = sorted({r.hardware for r in cuda})
         text += f"{len(cuda)} were also recorded on a GPU, the {' and '.join(gpus)}; the rest were not. "
     else:
-        text += ("None was run on a GPU: what the pages show of GPUs is compiler output made without one "
+        text += ("No snippet was run on a GPU: what the pages show of GPUs is compiler output made without one "
                  "(Triton and Inductor code for named NVIDIA targets, labelled so) and models from published "
                  "specifications, labelled as models. ")
     return text + "Each output's provenance line names the machine, the versions and the day that made it.\n"

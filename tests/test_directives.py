@@ -282,7 +282,7 @@ def test_what_was_measured_where_is_said_once_from_the_records(tree):
     text = expand(tree, "<!-- md:coverage -->\n")
     assert text.startswith(f"1 of the 1 snippets were run and timed on a CPU, the Test CPU (2 cores) named under "
                            f"each output, with torch {records.MAIN}.")
-    assert "None was run on a GPU" in text
+    assert "No snippet was run on a GPU" in text
     write_record(tree, "cuda")
     assert "1 were also recorded on a GPU, the NVIDIA H200" in expand(tree, "<!-- md:coverage -->\n")
 
