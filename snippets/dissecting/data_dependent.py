@@ -83,18 +83,47 @@ results["guard"] = {"error": reason.split("(unhinted")[0].strip(),
 
 
 # --8<-- [start:check]
-def ones_per_positive(x):
+def safe_mean(total, count):  # a helper that handles the empty case
+    if count == 0:  # Python needs a bool: is the count zero?
+        return torch.zeros_like(total)
+    return total / count
+
+
+def mean_of_positives(x):
     n = (x > 0).sum().item()
-    torch._check(n >= 1)  # a fact the compiler may use, checked when the graph runs
-    return torch.ones(n, device=x.device)
+    return safe_mean(x.clamp(min=0).sum(), n)
 
 
-torch._dynamo.reset()
-out = torch.compile(ones_per_positive, backend=counting, fullgraph=True)(x)
-asserts = re.findall(r"expression (.+?) on node", graphs[-1].code)
-print(f"{out.shape[0]} ones; the graph asserts: {asserts}")
+def mean_of_positives_checked(x):
+    n = (x > 0).sum().item()
+    torch._check(n > 0)  # a fact the compiler may use, checked when the graph runs
+    return safe_mean(x.clamp(min=0).sum(), n)
 # --8<-- [end:check]
-results["check"] = {"ones": out.shape[0], "asserts": asserts}
+
+
+# --8<-- [start:check_calls]
+torch._dynamo.reset()
+try:
+    torch.compile(mean_of_positives, backend=counting, fullgraph=True)(x)
+except torch._dynamo.exc.UserError as error:
+    unchecked = re.search(r"Could not guard on data-dependent expression .*?(?= \(unh)",
+                          str(error)).group(0)
+    print(f"without torch._check, fullgraph=True raised: {unchecked}")
+graphs.clear()
+checked = torch.compile(mean_of_positives_checked, backend=counting, fullgraph=True)
+mean = checked(x)
+asserts = list(dict.fromkeys(re.findall(r"expression (.+?) on node", graphs[-1].code)))
+print(f"with torch._check: {len(graphs)} graph, mean {mean:.4f} "
+      f"(eager {mean_of_positives(x):.4f}); the graph asserts {asserts}")
+try:
+    checked(-x.abs())  # no positive value: the fact is false for this input
+except RuntimeError as error:
+    broken = first_line(error)
+    print(f"an input with no positive value: {broken}")
+# --8<-- [end:check_calls]
+results["check"] = {"unchecked_error": unchecked, "graphs": len(graphs),
+                    "same": bool(torch.isclose(mean, mean_of_positives(x))),
+                    "asserts": asserts, "broken": broken}
 
 
 # --8<-- [start:nonzero]

@@ -2,12 +2,14 @@
 
     python snippets/dissecting/dynamo_guards.py
 
-Prints a few representative guards from TORCH_LOGS=guards (captured from the logger,
-normalised), then counts compilations as the dtype, the shape and requires_grad of an
-input change, with the guard that failed each time (TORCH_LOGS=recompiles).
+Prints the guards of the function the TorchDynamo page compiles, from TORCH_LOGS=guards
+(captured from the logger, normalised) and counted by kind, then counts compilations as
+the dtype, the shape and requires_grad of an input change, with the guard that failed
+each time (TORCH_LOGS=recompiles).
 """
 
 import collections
+import inspect
 import logging
 import re
 from logging.handlers import BufferingHandler
@@ -20,9 +22,13 @@ results = {}
 results["device"] = device
 
 
+# --8<-- [start:function]
 def soft_sign_gate(a, b):
     x = a / (torch.abs(a) + 1)
-    return x * b
+    scale = sum(k * k for k in range(4))  # plain Python, run while tracing: 14
+    return x * b * scale
+# --8<-- [end:function]
+results["function_source"] = inspect.getsource(soft_sign_gate)
 
 
 # --8<-- [start:capture]
@@ -48,22 +54,25 @@ def logged(artifact, fn):
 a, b = torch.randn(8, device=device), torch.randn(8, device=device)
 compiled = torch.compile(soft_sign_gate, backend="eager")
 messages = logged("guards", lambda: compiled(a, b))
-tree = next(m for m in messages if "TREE_GUARD_MANAGER" in m).splitlines()
+tree = [line for line in next(m for m in messages if "TREE_GUARD_MANAGER" in m)
+        .splitlines() if line.startswith(("+-", "|"))]  # the tree, not its title
 kind = re.compile(r"\+- ([A-Z_]+):")
 kinds = collections.Counter(m.group(1) for m in map(kind.search, tree) if m)
-shown = re.compile(
-    r"\+- (RootGuardManager|GLOBAL_STATE|GuardManager: source=L\[|TENSOR_MATCH)")
 for line in tree:
-    if shown.search(line):
-        line = re.sub(r"\s+#.*$", "", line)  # drop the source-line comment
-        line = re.sub(r"(source=L\['\w+'\]),.*", r"\1", line)  # drop accessor details
-        line = re.sub(r"(___check_global_state\(\)) against \{.*\}",
-                      r"\1 against {grad_mode, autocast, ...}", line)
-        print(line)
-print(f"{sum(kinds.values())} guards in all: "
+    line = re.sub(r"\s+#.*$", "", line)  # drop the source-line comment
+    line = re.sub(r"(source=[^,]*),.*", r"\1", line)  # drop accessor details
+    line = re.sub(r", \d+\)(, type=.*)?$", ")", line)  # drop object ids and types
+    line = re.sub(r"(___check_global_state\(\)) against \{.*\}",
+                  r"\1 against {grad_mode, autocast, ...}", line)
+    print(line)
+print(f"{sum(kinds.values())} checks in all: "
       + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
 # --8<-- [end:guards]
 results["guard_kinds"], results["guard_count"] = dict(kinds), sum(kinds.values())
+results["guards_of_a"] = [re.sub(r"\s+#.*$", "", line.split("+- ", 1)[1])
+                          for line in tree if "(L['a']" in line and kind.search(line)]
+results["identity_checked"] = [re.search(r"_check_obj_id\((.*?), \d+\)", line).group(1)
+                               for line in tree if "+- ID_MATCH:" in line]
 
 # --8<-- [start:recompiles]
 torch._dynamo.reset()

@@ -13,12 +13,15 @@ the result. Runs on CUDA when torch sees a GPU, else on the CPU.
 
 import contextlib
 import io
+import logging
 import re
+from logging.handlers import BufferingHandler
 from unittest import mock
 
 import torch
 import torch.nn.functional as F
 from functorch.compile import minifier
+from torch._dynamo.debug_utils import AccuracyError
 from torch._inductor import compile_fx
 from torch._inductor.compiler_bisector import CompilerBisector
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -125,6 +128,54 @@ print(small.code.strip())
 results["minified"] = {"ops_before": ops(graph), "ops_after": ops(small),
                        "tries": tried, "code": small.code.strip(),
                        "inputs": [list(t.shape) for t in small_inputs]}
+
+
+# --8<-- [start:repro_after]
+skips = BufferingHandler(capacity=100)  # where the accuracy check logs a graph it skips
+logging.getLogger("torch._dynamo.debug_utils").addHandler(skips)
+torch._dynamo.config.repro_level = 4  # TORCHDYNAMO_REPRO_LEVEL=4: check accuracy
+checks = {}
+for after in ("aot", "dynamo"):  # TORCHDYNAMO_REPRO_AFTER: which graph it checks
+    torch._dynamo.config.repro_after = after
+    torch._dynamo.reset()
+    skips.buffer.clear()
+    try:
+        got = torch.compile(feed_forward)(x, w_up, w_down)
+        error = (got - expected).abs().max().item()
+        verdict = f"no AccuracyError, max |compiled - eager| = {error:.1e}"
+    except AccuracyError:
+        verdict = "AccuracyError"
+    skipped = [f"{type(r.exc_info[1]).__name__}: {r.exc_info[1]}" for r in skips.buffer]
+    checks[after] = {"verdict": verdict, "skipped": skipped}
+    print(f"REPRO_AFTER={after:<7} {verdict}")
+    for reason in skipped:  # a graph the check gave up on, and why
+        print(f"  the check skipped the graph: {reason}")
+torch._dynamo.config.repro_after = None
+# --8<-- [end:repro_after]
+results["repro_after"] = checks
+
+
+# --8<-- [start:checked]
+flagged = []  # (ops, error) of each graph whose compiled output differs from eager
+
+
+def checked_inductor(gm, example_inputs):  # a backend: Inductor, checked against eager
+    want = gm(*example_inputs)  # the graph Dynamo captured, run as traced
+    compiled = compile_fx.compile_fx(gm, example_inputs)  # what torch.compile runs
+    got = compiled(*example_inputs)
+    error = max((a - b).abs().max().item()
+                for a, b in zip(tree_leaves(got), tree_leaves(want)))
+    if error > TOLERANCE:
+        flagged.append((ops(gm), error))
+        print(f"a graph of {ops(gm)} ops differs from eager by {error:.1e}:")
+        print(gm.code.strip())
+    return compiled
+
+
+torch._dynamo.reset()
+torch.compile(feed_forward, backend=checked_inductor)(x, w_up, w_down)
+# --8<-- [end:checked]
+results["checked"] = [{"ops": n, "error": error} for n, error in flagged]
 
 
 # --8<-- [start:fixed]

@@ -14,7 +14,12 @@ def _(record):
     # A branch on the unbacked symbol cannot be guarded; torch._check becomes a runtime assertion.
     assert "Could not guard on data-dependent expression u0 > 4" in results["guard"]["error"]
     assert results["guard"]["graphs"] == 2  # without fullgraph=True the branch is a graph break
-    assert results["check"] == {"ones": 5, "asserts": ["u0 >= 1"]}
+    # A helper's `if count == 0` cannot be decided: fullgraph=True raises. torch._check(n > 0) decides it, in
+    # one graph that asserts the fact when it runs, and raises on an input for which the fact is false.
+    checked = results["check"]
+    assert checked["unchecked_error"] == "Could not guard on data-dependent expression Eq(u0, 0)", checked
+    assert checked["graphs"] == 1 and checked["same"] is True and checked["asserts"][0] == "u0 >= 1", checked
+    assert checked["broken"].startswith("Runtime assertion failed for expression u0 >= 1"), checked
     # nonzero: a break by default; captured, the graph asserts the bounds it knows.
     nonzero = results["nonzero"]
     assert nonzero["graphs"] == 2 and "Dynamic shape operator" in nonzero["reason"]

@@ -3,6 +3,9 @@ record of it."""
 
 from facts import check
 
+from scripts.records import SNIPPETS
+from scripts.runner import section_lines
+
 
 @check("dissecting/dynamo_bytecode.py")
 def _(record):
@@ -24,8 +27,19 @@ def _(record):
     assert "__compiled_fn_" in rewritten and "__resume_at_" in rewritten
     assert "0x" not in rewritten and "0x" not in record.section("original")
     assert "'graph break: Python runs this line'" in record.section("original")
+    # The page reads "the three lines" of sin_then_relu, the print the one in the middle.
+    source = (SNIPPETS / "dissecting/dynamo_bytecode.py").read_text()
+    first, last = section_lines(source)["function"]
+    body = source.splitlines()[first:last]  # the lines after the def
+    assert len(body) == 3 and "print(" in body[1], body
     assert results["rewritten_instructions"] > len(results["rewritten_shown"].splitlines())
-    assert "__resume_at_" in record.file("rewritten.dis.txt").read_text()
+    listing = record.file("rewritten.dis.txt").read_text()
+    assert "__resume_at_" in listing
+    # The pre-graph markers: called on every call before 2.15; from 2.15 only while a profiler runs.
+    assert "record_pregraph_bytecode_enter" in listing
+    assert ("_is_profiler_enabled" in listing) == record.made_with((2, 15))
+    # The nested-break arguments are in the signature even where, as here, nothing nests.
+    assert list(resume["arguments"][:2]) == ["__nested_resume_fns", "__nested_frame_values"]
     assert "JUMP" in record.section("resume")  # the prologue jumps to where the break was
     if results["depyf"]["available"]:
         decompiled = record.section("depyf")
