@@ -127,7 +127,6 @@ DIFFERENT_ON_PURPOSE = {
     "report": "cuda_graphs prints a timing; dynamo_bytecode's is the untraced Python call of its lesson",
     "sass_of": "triton_pipeline reads SASS from text; triton_linear_relu from a compiled kernel",
     "show": "each snippet prints its own table",
-    "soft_sign_gate": "dynamo_backend's has the plain-Python loop its page traces; dynamo_guards' does not",
     "softmax": "torch's softmax; triton_basics' launcher of its Triton softmax kernel",
 }
 
