@@ -12,6 +12,7 @@ def _(record):
     assert chatty["break_reasons"] == ["Failed to trace builtin operator"]
     assert chatty["ops_per_graph"] == [["linear", "relu", "linear"], ["linear", "sigmoid"]]
     assert (quiet["graph_count"], quiet["graph_break_count"], quiet["break_reasons"]) == (1, 0, [])
+    assert len(quiet["ops_per_graph"][0]) == 5  # graph-mode.md: without the print, all five ops in one graph
     assert "with print: 2 graph(s), 1 graph break(s)" in record.section("explain")
     graphs = record.results["graphs_with_print"]
     assert graphs["graphs"] == 2 and record.file(graphs["fxgraph"]).exists()

@@ -1,5 +1,7 @@
 """The check of snippets/graph_mode/recompiles.py: what graph-mode.md says about it, held on every record of it."""
 
+import re
+
 from facts import check
 
 
@@ -7,6 +9,9 @@ from facts import check
 def _(record):
     counts = record.results["counts"]
     assert counts["None"]["compiles"] == 2  # static first, then one dynamic graph for every other batch
+    # when-to-compile.md: "compiles for five calls", the five batches each setting is called with
+    called = re.search(r"compile\(s\) for batches \[([\d, ]+)\]", record.stdout)
+    assert called and len(called.group(1).split(",")) == 5, record.stdout
     assert counts["False"]["compiles"] == 4  # one per distinct batch size
     assert counts["True"]["compiles"] == 1
     assert counts["None"]["recompile_reasons"] == ["tensor 'x' size mismatch at index 0. expected 8, actual 16"]

@@ -1,0 +1,114 @@
+"""The counts the pages type in their own words, and what holds each (tests/test_stated_counts.py).
+
+A page's phrase maps to the check that asserts that number of its snippet ("facts/<snippet>"), to a setting
+of the site's method ("records.PROCESSES"), or to "fact: " and the reason no record can change it.
+"""
+
+GENERIC = "fact: a general statement, not a count of the page's snippet"
+
+HELD = {
+    "contributing.md": {
+        "five fresh processes": "records.PROCESSES",
+    },
+    "dead-code.md": {
+        "three stages": "fact: JAX's own pipeline (jaxpr, StableHLO, optimised HLO), the three tabs the page shows",
+    },
+    "dissecting/benchmarking.md": {
+        "two lines": "fact: an idiom ('two lines of code'), not a count of the snippet",
+        "five calls": "facts/dissecting/bench_small_matmul_softmax.py",  # the first calls, five of each
+        "two kernels": "fact: ATen's mm and _softmax, and the compiled mm and fused softmax: one op one kernel",
+        "ten calls": "fact: a quiz's hypothetical mean, not a count of the snippet",
+    },
+    "dissecting/bytecode.md": {
+        "three lines": "facts/dissecting/dynamo_bytecode.py",
+    },
+    "dissecting/control-flow.md": {
+        "two graphs": "facts/dissecting/control_flow.py",
+    },
+    "dissecting/dynamo.md": {
+        "six calls": "facts/dissecting/dynamo_guards.py",
+    },
+    "dissecting/fusion-scores.md": {
+        "two nodes": "fact: a fusion pairs two nodes, by the definition of the scheduler's pairs",
+        "six ops": "facts/dissecting/fusion_scores.py",
+        "four buffers": "facts/dissecting/fusion_scores.py",
+        "two ops": "fact: exp's readers are the sum and the division, the two ops the softmax source names",
+        "two kernels": "facts/dissecting/fusion_scores.py",
+    },
+    "dissecting/graphs.md": {
+        "two graphs": "fact: AOTAutograd's partitioner makes a forward and a backward graph, by definition",
+        "two ops": GENERIC,
+    },
+    "dissecting/inductor-cuda.md": {
+        "4 warps": "facts/gpu_code/inductor_cuda_code.py",
+        "two lines": "facts/gpu_code/inductor_cuda_code.py",
+    },
+    "dissecting/tlparse.md": {
+        "two calls": "facts/dissecting/tlparse_report.py",
+        "two compiles": "facts/dissecting/tlparse_report.py",
+    },
+    "dissecting/training.md": {
+        "two graphs": "facts/dissecting/training_step.py",
+    },
+    "dissecting/triton-basics.md": {
+        "32 threads": "fact: an NVIDIA warp is 32 threads (CUDA programming guide)",
+        "16 warps": "facts/dissecting/triton_basics.py",
+        "eight warps": "facts/dissecting/triton_basics.py",
+        "4 stages": "facts/dissecting/triton_basics.py",
+        "two stages": "facts/dissecting/triton_basics.py",
+        "three stages": "facts/dissecting/triton_basics.py",
+        "64 warps": "fact: an H100 SM runs at most 64 warps (NVIDIA's Hopper tuning guide)",
+        "four warps": "facts/dissecting/triton_basics.py",
+        "four stages": "facts/dissecting/triton_basics.py",
+        "32 warps": "fact: 32 programs of one warp each, the arithmetic of the sentence",
+    },
+    "dissecting/triton.md": {
+        "two kernels": "facts/gpu_code/line_maps.py",
+        "32 threads": "fact: an NVIDIA warp is 32 threads (CUDA programming guide)",
+        "four warps": "fact: a Hopper warpgroup is four warps (PTX ISA, wgmma)",
+        "128 threads": "fact: a Hopper warpgroup is 128 threads (PTX ISA, wgmma)",
+        "three stages": "facts/gpu_code/line_maps.py",
+        "three lines": "facts/gpu_code/line_maps.py",
+        "two lines": "facts/gpu_code/line_maps.py",
+    },
+    "dissecting/warm-start.md": {
+        "two fresh processes": "facts/dissecting/warm_start.py",
+        "two graphs": "facts/dissecting/warm_start.py",
+    },
+    "eager-mode.md": {
+        "six kernels": "facts/eager_mode/complex_activation.py",
+        "six ops": "facts/eager_mode/complex_activation.py",
+        "five fresh processes": "records.PROCESSES",
+    },
+    "graph-mode.md": {
+        "three lines": "facts/graph_mode/eager_cannot_fuse.py",
+        "five fresh processes": "records.PROCESSES",
+        "five processes": "records.PROCESSES",
+        "five ops": "facts/graph_mode/graph_breaks.py",
+    },
+    "guide.md": {
+        "two processes": GENERIC,
+    },
+    "index.md": {
+        "six kernels": "facts/eager_mode/complex_activation.py",
+        "six ops": "facts/eager_mode/complex_activation.py",
+    },
+    "optimizations.md": {
+        "six ops": "facts/optimizations/fusion.py",
+        "five fresh processes": "records.PROCESSES",
+    },
+    "reproduce.md": {
+        "5 fresh processes": "records.PROCESSES",
+        "10 rounds": "facts/dissecting/bench_small_matmul_softmax.py",  # n == 10 x processes
+        "5 processes": "records.PROCESSES",
+    },
+    "transformer.md": {
+        "one compiles": "fact: 'this one compiles', a pronoun, not a count",
+        "four stages": "facts/graph_mode/transformer_block.py",
+        "two ops": "facts/graph_mode/when_not_to_compile.py",  # tiny(): x * 2 + 1
+    },
+    "when-to-compile.md": {
+        "four ops": "facts/graph_mode/when_not_to_compile.py",
+        "five calls": "facts/graph_mode/recompiles.py",
+    },
+}
