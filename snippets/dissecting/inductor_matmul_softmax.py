@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+from torch._inductor.utils import run_and_get_code
 
 results = {}
 
@@ -218,8 +219,9 @@ if len(body) > HEAD:
 # --8<-- [end:kernel_code]
 kernel_source = "\n".join(body)
 results["kernel_lines"] = len(body)
-# Inductor vectorises; unrolling is left to the C++ compiler (g++ -O3) or, for Triton,
-# to LLVM. Count the unroll pragmas Inductor wrote itself.
+# Inductor leaves most unrolling to the C++ compiler (g++ -O3) or, for Triton, to LLVM;
+# it writes an unroll pragma only in some kernels (a gather's scalar loop, its C++ GEMM
+# templates). Count the ones it wrote here.
 results["unroll_pragmas"] = len(re.findall(r"#pragma (?:GCC )?unroll", kernel_source))
 if device == "cpu":
     # The vector length the C++ kernel loads with (16 floats for AVX-512, 8 for AVX2).
@@ -233,3 +235,30 @@ else:
     # whatever block size it is given.
     heuristic = re.search(r"@triton_heuristics\.(\w+)\(", source)
     results["triton_heuristic"] = heuristic.group(1) if heuristic else None
+
+
+# --8<-- [start:unroll]
+# Inductor unrolls one kind of loop itself: a reduction shorter than
+# config.unroll_reductions_threshold becomes pointwise code, a load and an add per
+# value, with no loop and no accumulator. A sum over rows of 4 values is below it.
+def row_sums(t):
+    return t.sum(dim=1)
+
+
+unrolled = {}
+for length in (4, config.unroll_reductions_threshold):
+    torch._dynamo.reset()  # a fresh compile for each length, not a dynamic-shape one
+    with config.patch({"fx_graph_cache": False}):
+        _, (code,) = run_and_get_code(torch.compile(row_sums),
+                                      torch.rand(100, length, device=device))
+    # A reduction keeps an accumulator: tmp_acc in C++, a triton_per_ or triton_red_
+    # kernel on a GPU. Unrolled, the sum is plain adds of plain loads.
+    reduces = re.search(r"tmp_acc|def triton_(?:per|red)_", code) is not None
+    adds = len(re.findall(r"tmp\d+ \+ tmp\d+", code))
+    unrolled[length] = {"reduction_loop": reduces, "adds": adds}
+    print(f"rows of {length} (unroll_reductions_threshold = "
+          f"{config.unroll_reductions_threshold}): "
+          + ("a reduction loop" if reduces else f"unrolled, {adds} adds a row"))
+# --8<-- [end:unroll]
+results["unroll_reductions_threshold"] = config.unroll_reductions_threshold
+results["unrolled"] = unrolled

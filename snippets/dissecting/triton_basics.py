@@ -7,7 +7,9 @@ softmax as a persistent kernel whose loop over rows is pipelined. Each runs (on 
 or without one in Triton's interpreter on NumPy: TRITON_INTERPRET=1, set below before
 triton is imported) and is compared with torch. Then the softmax kernels are compiled
 ahead of time for sm_90 (an H100) with different num_warps and num_stages, with no GPU
-needed, to show what those two launch options change in the compiled kernel.
+needed, to show what those two launch options change in the compiled kernel; and a
+fourth kernel, a loop of tl.dot, is compiled for sm_80 (an A100) and sm_90 with 2, 3
+and 4 stages, to count the shared-memory buffers each pipeline keeps.
 """
 
 import os
@@ -161,8 +163,9 @@ results["persistent"] = {"programs": programs, "max_error": persistent_error}
 
 
 # --8<-- [start:compile]
-def compile_for_sm90(kernel, types, constants, **options):
-    """Compile a kernel ahead of time for an H100 (sm_90): no GPU needed."""
+def compile_ahead(kernel, types, constants, cc=90, **options):
+    """Compile a kernel ahead of time for compute capability cc (90: an H100's
+    sm_90): no GPU needed."""
     # Under TRITON_INTERPRET=1, @triton.jit gives the interpreter's wrapper; the
     # compiler takes a JITFunction of the same Python function.
     if not isinstance(kernel, JITFunction):
@@ -173,7 +176,7 @@ def compile_for_sm90(kernel, types, constants, **options):
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(types))}
     source = ASTSource(fn=kernel, signature=signature, constexprs=constants,
                        attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    return triton.compile(source, target=GPUTarget("cuda", cc, 32), options=options)
 
 
 CUOBJDUMP = Path(triton.backends.nvidia.__file__).parent / "bin" / "cuobjdump"
@@ -200,22 +203,25 @@ def where_made():
     return "on a machine without a GPU"
 
 
-for part, members in originals:  # the interpreter's leftovers, undone
-    for name in set(vars(part)) - set(members):
-        delattr(part, name)
-    for name, value in members.items():
-        if vars(part).get(name) is not value:
-            setattr(part, name, value)
+def undo_interpreter(originals):
+    """Make triton.language compilable again after the interpreter ran kernels: put
+    back the functions it left swapped, and give the compiler the JITFunction of each
+    of triton's own @jit library functions (tl.max, tl.zeros), which under
+    TRITON_INTERPRET=1 are interpreter wrappers. Without that variable, nothing
+    changes."""
+    for part, members in originals:
+        for name in set(vars(part)) - set(members):
+            delattr(part, name)
+        for name, value in members.items():
+            if vars(part).get(name) is not value:
+                setattr(part, name, value)
+    for module in (tl, tl.core, tl.standard, tl.math):
+        for name, value in list(vars(module).items()):
+            if isinstance(value, InterpretedFunction):
+                setattr(module, name, JITFunction(value.fn))
 
-# Under TRITON_INTERPRET=1, triton's own @jit library functions (tl.max, tl.sum)
-# are interpreter wrappers too, which the compiler cannot compile: hand it the
-# JITFunction of each while compiling. Without that variable nothing changes.
-swapped = []
-for module in (tl, tl.core, tl.standard, tl.math):
-    for name, value in list(vars(module).items()):
-        if isinstance(value, InterpretedFunction):
-            swapped.append((module, name, value))
-            setattr(module, name, JITFunction(value.fn))
+
+undo_interpreter(originals)
 label = f"compiled for sm_90 {where_made()}; never run"
 results["label"] = label
 
@@ -226,8 +232,8 @@ types = {"out_ptr": "*fp32", "in_ptr": "*fp32", "n_cols": "i32"}
 warps, files = {}, {}
 print(label)
 for num_warps in (1, 4, 8, 16):
-    kernel = compile_for_sm90(softmax_kernel, types, {"BLOCK_SIZE": 1024},
-                              num_warps=num_warps)
+    kernel = compile_ahead(softmax_kernel, types, {"BLOCK_SIZE": 1024},
+                           num_warps=num_warps)
     ttgir = kernel.asm["ttgir"]
     layout = re.search(r"#ttg\.blocked<\{sizePerThread = \[(\d+)\].*?"
                        r"warpsPerCTA = \[(\d+)\]", ttgir)
@@ -253,9 +259,9 @@ results["warps"] = warps
 types = {"out_ptr": "*fp32", "in_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}
 stages = {}
 for num_stages in (1, 2, 3, 4):
-    kernel = compile_for_sm90(softmax_persistent, types,
-                              {"BLOCK_SIZE": 1024, "NUM_STAGES": num_stages},
-                              num_warps=4)
+    kernel = compile_ahead(softmax_persistent, types,
+                           {"BLOCK_SIZE": 1024, "NUM_STAGES": num_stages},
+                           num_warps=4)
     ttgir = kernel.asm["ttgir"]
     stages[num_stages] = {
         "async_copies": len(re.findall(r"ttg\.async_copy_global_to_local", ttgir)),
@@ -268,6 +274,51 @@ for num_stages in (1, 2, 3, 4):
           f"memory  {s['shared_bytes']:>6,} B shared  {s['registers']} registers")
 # --8<-- [end:stages]
 results["stages"] = stages
+
+
+# --8<-- [start:dot]
+@triton.jit
+def dot_loop(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
+    # One BLOCK x BLOCK tile of C = A @ B, A being BLOCK x K and B K x BLOCK: a loop
+    # over K that loads a slab of each and multiplies them on the tensor cores.
+    rows = tl.arange(0, BLOCK)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK, BLOCK), tl.float32)
+    for k in tl.range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :])
+        b = tl.load(b_ptr + (k + ks)[:, None] * BLOCK + rows[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rows[:, None] * BLOCK + rows[None, :], acc)
+# --8<-- [end:dot]
+
+
+# --8<-- [start:dot_stages]
+# The same option on a loop of tl.dot, for three GPU generations. The TTGIR allocates
+# each operand's buffers as one memdesc<N x 128 x 64 x f16>: N buffers.
+types = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+GPUS = {80: "A100", 90: "H100", 100: "B200"}
+dot_stages = {}
+for cc, gpu in GPUS.items():
+    target = dot_stages[f"sm_{cc}"] = {}
+    for num_stages in (2, 3, 4):
+        kernel = compile_ahead(dot_loop, types, {"BLOCK": 128, "BLOCK_K": 64}, cc=cc,
+                               num_warps=4, num_stages=num_stages)
+        ttgir = kernel.asm["ttgir"]
+        shape = re.search(r"ttg\.local_alloc[^\n]*memdesc<([\dx]+)xf16", ttgir)
+        dims = [int(d) for d in shape.group(1).split("x")]
+        # mma.sync takes its operands from registers, which ttg.local_load fills from
+        # shared memory; wgmma and tcgen05 read shared memory themselves, as they run.
+        reads = ("shared memory (tcgen05)" if "ttng.tc_gen5_mma" in ttgir else
+                 "shared memory (wgmma)" if "ttng.warp_group_dot" in ttgir else
+                 "registers (mma.sync)")
+        target[num_stages] = {"buffers": dims[0] if len(dims) == 3 else 1,
+                              "shared_bytes": kernel.metadata.shared, "reads": reads}
+    print(f"sm_{cc} ({gpu}): tl.dot reads its operands from {reads}")
+    for num_stages, d in target.items():
+        print(f"  num_stages={num_stages}  buffers of A and of B: {d['buffers']}  "
+              f"{d['shared_bytes']:>7,} B shared")
+# --8<-- [end:dot_stages]
+results["dot_stages"] = dot_stages
 
 
 # --8<-- [start:occupancy]

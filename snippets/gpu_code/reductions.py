@@ -8,7 +8,8 @@ it once. Inductor writes one kernel for it either way; how the kernel walks a ro
 depends on the row's length: in one piece held in registers (a persistent
 reduction, triton_per_), or in blocks, in a loop (a looped reduction, triton_red_).
 The snippet compiles softmax for rows of several lengths and keeps each kernel's
-kind, its loops and its loads, then the same row both ways. On a GPU it compiles
+kind, its loops and its loads, then the same row both ways, then the kind Inductor
+picks for a sum down columns and for rows whose length is dynamic. On a GPU it compiles
 and runs; without one, the code is written from fake CUDA tensors for an H100 target
 and Inductor is stopped before Triton compiles it. That path uses Inductor's private
 internals and may break with any torch release: the snippet then prints why.
@@ -21,10 +22,12 @@ import warnings
 from unittest import mock
 
 import torch
+from torch._dynamo.source import ConstantSource
 from torch._inductor.compile_fx import compile_fx
 from torch._inductor.graph import GraphLowering
 from torch._inductor.utils import run_and_get_code
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {"device": device}
@@ -115,18 +118,19 @@ def softmax(x):  # per row: a max, a sum of exponentials, then a division
 
 
 # --8<-- [start:written_code]
-def written_code(fn, shape, **options):
-    """Inductor's output code for fn on one float32 CUDA input of this shape: compiled
-    and run on a GPU; without one, written for an H100 from a fake tensor."""
+def written_code(fn, shape, dynamic=False, **options):
+    """Inductor's output code for fn on one float32 CUDA input of this shape (every
+    size symbolic if dynamic): compiled and run on a GPU; without one, written for an
+    H100 from a fake tensor."""
     seen = {}
     # No cache (the code must be written) and no pool of compile workers.
     options = {"fx_graph_cache": False, "compile_threads": 1, **options}
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch._inductor.config.patch(options))
-        if device == "cuda":  # each shape compiled on its own, as a static shape
+        if device == "cuda":  # each shape compiled on its own
             torch._dynamo.reset()
             x = torch.randn(shape, device="cuda")
-            return run_and_get_code(torch.compile(fn, dynamic=False), x)[1][0]
+            return run_and_get_code(torch.compile(fn, dynamic=dynamic), x)[1][0]
 
         def save_output_code(code):  # Inductor calls this with the module it wrote
             seen["code"] = code
@@ -135,7 +139,13 @@ def written_code(fn, shape, **options):
         stack.enter_context(mock.patch.object(GraphLowering, "save_output_code",
                                               save_output_code))
         stack.enter_context(h100_stand_ins())
-        with FakeTensorMode():
+        # Dynamic: each size a symbol, as torch.compile(dynamic=True) would make it.
+        env = ShapeEnv() if dynamic else None
+        if dynamic:
+            shape = [env.create_symintnode(env.create_symbol(
+                n, source=ConstantSource(f"size{i}"), dynamic_dim=DimDynamic.DYNAMIC),
+                hint=n) for i, n in enumerate(shape)]
+        with FakeTensorMode(shape_env=env):
             try:
                 compile_fx(torch.fx.symbolic_trace(fn),
                            [torch.empty(shape, device="cuda")])
@@ -182,6 +192,32 @@ results["longest_persistent"] = max(
     default=None)
 
 
+# --8<-- [start:other_rows]
+# The switch above is the rule for a reduction over the innermost dimension. A sum
+# down the columns (an outer reduction) has a lower limit, and a row whose length is
+# a symbol (a dynamic shape) cannot be shown to be short enough.
+def column_sums(x):  # a sum over the rows, for each column
+    return x.sum(dim=0)
+
+
+others = {}
+if kinds:
+    for label, fn, shape, dynamic in [
+            ("column sums of 64 rows", column_sums, (64, 512), False),
+            ("column sums of 65 rows", column_sums, (65, 512), False),
+            ("softmax of rows of 512", softmax, (ROWS, 512), False),
+            ("softmax of rows of 512, dynamic", softmax, (ROWS, 512), True)]:
+        name, launcher, source = kernel(written_code(fn, shape, dynamic=dynamic))
+        others[label] = {"kernel": name, "launcher": launcher, "shape": shape,
+                         "dynamic": dynamic, **anatomy(source)}
+        loops = others[label]["loops"]
+        print(f"{label:<32} {name}  {loops} loop{'s' * (loops != 1)}")
+else:
+    print(reason)
+# --8<-- [end:other_rows]
+results["others"] = others
+
+
 # --8<-- [start:both_ways]
 # One row length, both ways: Inductor's choice, and its looped kernel forced by
 # turning persistent reductions off.
@@ -214,3 +250,4 @@ show("persistent")
 # --8<-- [start:looped]
 show("looped")
 # --8<-- [end:looped]
+

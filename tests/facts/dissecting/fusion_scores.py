@@ -20,6 +20,7 @@ def _(record):
     assert len(activation["nodes"]) == 1 and len(activation["kernels"]) == 1, activation["nodes"]
     assert not pairs(activation["rounds"], "candidates")
     assert set(activation["nodes"][0].split("+")) == {"sin", "cos", "mul", "add", "mul_1", "relu"}
+    assert len(activation["nodes"][0].split("+")) == 6  # the six ops, in one node
 
     for name, found in examples.items():
         for r in found["rounds"]:
@@ -35,6 +36,7 @@ def _(record):
     # Softmax: four buffers reach the scheduler, and all four end in one kernel.
     softmax = examples["softmax"]
     assert softmax["nodes"] == ["amax", "exp+sub", "sum_1", "div"], softmax["nodes"]
+    assert len(softmax["nodes"]) == 4  # four buffers reach the scheduler
     assert len(softmax["kernels"]) == 1
     fused = pairs(softmax["rounds"], "fused")
     first = softmax["rounds"][0]

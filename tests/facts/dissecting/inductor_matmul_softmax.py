@@ -114,6 +114,16 @@ def _(record):
         assert results["exp_buffer"] == pre[2]["buffers"][0]
         assert results["exp_buffer"] in results["kept_in_kernel"]
 
+    # Inductor unrolls a reduction shorter than unroll_reductions_threshold into pointwise code: a sum over rows
+    # of 4 is 3 adds with no loop; rows as long as the threshold keep a reduction loop.
+    threshold = results["unroll_reductions_threshold"]
+    assert 4 < threshold
+    unrolled = results["unrolled"]
+    assert unrolled["4"] == {"reduction_loop": False, "adds": 3}, unrolled
+    assert unrolled[str(threshold)]["reduction_loop"] is True, unrolled
+    assert "rows of 4 (unroll_reductions_threshold = " in record.section("unroll")
+    assert "unrolled, 3 adds a row" in record.section("unroll")
+
     code = record.section("kernel_code")
     if cuda:
         assert code.startswith("@triton") and results["kernel_lines"] > 0

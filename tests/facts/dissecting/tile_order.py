@@ -12,7 +12,7 @@ def _(record):
     assert all(error < 1e-4 for error in results["same"]["max_error"].values()), results["same"]
     wave = results["wave"]
     tiles, group, sms = wave["tiles"], wave["group"], wave["sms"]
-    assert tiles == 64 and group == 8 and sms == 132 and wave["block_mib"] == 2
+    assert tiles == 64 and group == 8 and sms == 132 and wave["block_mib"] == 2 and wave["slab_kib"] == 16
     # Each order is a permutation: every tile is computed, by exactly one program.
     for name, grid in results["order"].items():
         assert sorted(pid for row in grid for pid in row) == list(range(tiles * tiles)), name
@@ -22,12 +22,35 @@ def _(record):
     assert [grouped[m][0] for m in range(group)] == list(range(group))
     assert [grouped[0][n] for n in range(3)] == [0, group, 2 * group]
     assert grouped[group][0] == group * tiles  # the second group of rows starts after the first
-    # The first wave of 132 programs: 3 rows of A and all 64 columns of B, against 8 rows and 17 columns.
-    assert (wave["row_major"]["rows_of_a"], wave["row_major"]["cols_of_b"]) == (3, 64)
-    assert (wave["grouped"]["rows_of_a"], wave["grouped"]["cols_of_b"]) == (8, 17)
-    assert wave["ratio"] > 2.5 and wave["grouped"]["mib"] == 50
-    # tile-order.md, against the H100's published 50 MB of L2: the grouped wave's working set is about its size,
-    # the row-major wave's more than twice it.
-    l2_mib = 50e6 / 2**20
-    assert 0.9 < wave["grouped"]["mib"] / l2_mib < 1.1 and wave["row_major"]["mib"] > 2 * l2_mib
-    assert "row-major order reads 2.7x the bytes" in record.section("wave")
+    # The sm_90 build (fp16, 128 x 128 tiles, slabs of 64, 8 warps, 3 stages): an H100's wgmma keeps 3 slabs of
+    # A and of B in shared memory, 96 KiB, and an SM holds 2 such programs; a wave is 264 programs.
+    build = results["build"]
+    assert (build["slab"], build["num_warps"], build["num_stages"]) == (64, 8, 3)
+    assert build["shared_bytes"] == 3 * 2 * 128 * 64 * 2, build
+    assert build["per_sm"] == 2 and "shared memory" in build["limited_by"], build
+    assert wave["programs"] == sms * build["per_sm"] == wave["build"]["programs"]
+    assert f"an SM holds {build['per_sm']} programs" in record.section("build")
+    one, built = wave["one_per_sm"], wave["build"]
+    assert one["programs"] == sms
+    # One program per SM: 3 rows of A and all 64 columns of B (134 MiB), against 8 rows and 17 columns
+    # (50 MiB, 52.4 MB). The build's 264: 5 rows and 64 columns (138 MiB) against 8 and 33 (82 MiB).
+    assert (one["row_major"]["rows_of_a"], one["row_major"]["cols_of_b"]) == (3, 64)
+    assert (one["grouped"]["rows_of_a"], one["grouped"]["cols_of_b"]) == (8, 17)
+    assert (built["row_major"]["rows_of_a"], built["row_major"]["cols_of_b"]) == (5, 64)
+    assert (built["grouped"]["rows_of_a"], built["grouped"]["cols_of_b"]) == (8, 33)
+    assert one["grouped"]["mib"] == 50 and round(one["grouped"]["mb"], 1) == 52.4
+    assert wave["l2_mib"] == 50 and round(wave["l2_mb"], 1) == 52.4
+    for w in (one, built):
+        for name in ("row_major", "grouped"):
+            o = w[name]
+            assert o["mib"] == (o["rows_of_a"] + o["cols_of_b"]) * wave["block_mib"]
+            # Only the current slab of each row and column is live: about 1 MiB at most, far below the L2.
+            assert o["live_kib"] == (o["rows_of_a"] + o["cols_of_b"]) * wave["slab_kib"] < 0.03 * wave["l2_mib"] * 1024
+            assert o["memory_bound"] == (o["dram_us"] > w["compute_us"])
+        assert w["ratio"] == w["row_major"]["mib"] / w["grouped"]["mib"] > 1
+    # tile-order.md: with one program per SM the row-major wave waits for DRAM and the grouped one does not;
+    # with the build's two per SM, both fit under the arithmetic.
+    assert one["row_major"]["memory_bound"] and not one["grouped"]["memory_bound"]
+    assert not built["row_major"]["memory_bound"] and not built["grouped"]["memory_bound"]
+    section = record.section("wave")
+    assert "264 programs a wave (2 per SM)" in section and "132 programs a wave (1 per SM)" in section

@@ -20,3 +20,5 @@ def _(record):
     assert sums["without_reset_to_zero"] > sums["expected"]
     if results["runs_per_config"]:  # the interpreter's wall clock: a known number of runs
         assert sums["without_reset_to_zero"] == (configs * results["runs_per_config"] + 1) * sums["expected"]
+        # autotune.md's figure caption: 2 configs x 3 timed runs, plus the call itself, of 4096 ones.
+        assert (configs, results["runs_per_config"], sums["expected"]) == (2, 3, 4096)

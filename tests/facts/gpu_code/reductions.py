@@ -25,3 +25,18 @@ def _(record):
     looped = both["looped"]["source"]
     assert "online_softmax_combine" in looped and "evict_last" in looped, looped
     assert "for r0_offset in" not in both["persistent"]["source"]
+    # The switch at 1024 is the rule for a reduction over the innermost dimension: a sum down columns is
+    # persistent only up to 64 rows, and a dynamic row length is looped even where the same static length
+    # is persistent.
+    others = results["others"]
+    expected = {"column sums of 64 rows": "triton_per_", "column sums of 65 rows": "triton_red_",
+                "softmax of rows of 512": "triton_per_", "softmax of rows of 512, dynamic": "triton_red_"}
+    assert set(others) == set(expected)
+    for label, prefix in expected.items():
+        assert others[label]["kernel"].startswith(prefix), (label, others[label])
+        assert f"{label:<32} {prefix}" in record.section("other_rows")
+    # A dynamic row length: no online softmax (the row is not known to be long enough), so three loops, the
+    # max and the sum apart, then the output.
+    assert others["softmax of rows of 512, dynamic"]["loops"] == 3
+    assert others["softmax of rows of 512"]["loops"] == 0
+
