@@ -423,18 +423,22 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(part, path)
 
 
-def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
-    """Both palettes' images of one chart, each a link to itself at full size, and a profile's traces."""
-    alt, files = chart(record, name, found)
+def linked_images(page: Page, files: dict[str, Path], alt: str) -> list[str]:
+    """Each palette's drawn SVG as an image linking to itself at full size, copied into the site's figures/."""
     images = []
     for palette, cached in files.items():
         site_path = f"figures/{cached.name}"
         page.drawn[site_path] = str(cached)
         src = page.link(site_path)
-        images.append(
-            f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
-            f'<img src="{src}#only-{palette}" alt="{html.escape(alt)}" loading="lazy"></a>'
-        )
+        images.append(f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
+                      f'<img src="{src}#only-{palette}" alt="{html.escape(alt)}" loading="lazy"></a>')
+    return images
+
+
+def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
+    """Both palettes' images of one chart, each a link to itself at full size, and a profile's traces."""
+    alt, files = chart(record, name, found)
+    images = linked_images(page, files, alt)
     traces = plots.traces(record) if name == "timeline" else []
     links = ""
     if traces:
@@ -833,13 +837,7 @@ def render_findings(d: Directive, page: Page) -> str:
         page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}
         return f"![{alt}](attachment:{key})\n\n{summary}\n\n{table}\n"
     page.figures += 1
-    images = []
-    for palette, cached in files.items():
-        site_path = f"figures/{cached.name}"
-        page.drawn[site_path] = str(cached)
-        src = page.link(site_path)
-        images.append(f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
-                      f'<img src="{src}#only-{palette}" alt="{html.escape(alt)}" loading="lazy"></a>')
+    images = linked_images(page, files, alt)
     caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio (a dot) and '
                f"its range over the fresh processes (a line), on a log scale; the shaded band is what the site "
                f"calls about the same.</p>")

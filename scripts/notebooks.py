@@ -149,7 +149,7 @@ class Snippet:
         read = {n.id for n in ast.walk(kept) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         read -= bound_names(kept) | set(dir(builtins))  # what kept code defines for itself is no loss
         for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if not isinstance(node, ast.stmt) or node is body or not set(range(*self.lines_of(node))) <= self.drop:
+            if not isinstance(node, ast.stmt) or not self.dropped(node):
                 continue
             if lost := sorted((bound_names(node) & read) - {"results"}):
                 raise NotebookError(
@@ -157,9 +157,10 @@ class Snippet:
                     f"`results`), but only it defines {', '.join(f'`{name}`' for name in lost)}, which code the "
                     f"notebook keeps reads; keep `results` out of it")
 
-    def lines_of(self, node: ast.stmt) -> tuple[int, int]:
+    def dropped(self, node: ast.stmt) -> bool:
+        """Whether every line of a statement is left out of the notebook."""
         first, last = self.span(node)
-        return first, last + 1
+        return set(range(first, last + 1)) <= self.drop
 
     @staticmethod
     def span(node: ast.stmt) -> tuple[int, int]:
@@ -196,7 +197,7 @@ class Snippet:
                 continue
             else:
                 for block in inner:
-                    if block and all(set(range(self.span(n)[0], self.span(n)[1] + 1)) <= self.drop for n in block):
+                    if block and all(self.dropped(n) for n in block):
                         first = self.span(block[0])[0]
                         indent = re.match(r"[ \t]*", self.lines[first - 1]).group(0)
                         self.passes[first] = indent + "pass"
