@@ -397,6 +397,32 @@ def test_the_explorer_links_a_line_to_every_stage(server, browser):
     assert not watch.problems, watch.problems
 
 
+SLOW_SM80 = """() => { window.fetch = (original => (url, ...rest) => String(url).includes('.sm_80.')
+  ? new Promise(done => setTimeout(done, 400)).then(() => original(url, ...rest)) : original(url, ...rest))(window.fetch); }"""
+
+
+def test_the_explorer_shows_the_last_target_chosen(server, browser):
+    """A reader who picks sm_80 and then sm_90 before sm_80's files arrive sees sm_90 in every stage, with the
+    focused line still lit: a late answer for the earlier choice does not overwrite the later one."""
+    base, _ = server
+    context, page, watch = open_page(browser, base, "dissecting/triton/")
+    explorer = page.locator(".mlc-explorer").first
+    page.wait_for_function("document.querySelector('.mlc-explorer').dataset.loaded === 'sm_90'")
+    page.evaluate(SLOW_SM80)
+    explorer.locator('button[data-target="sm_80"]').click()
+    explorer.locator(".mlc-x-source .mlc-x-line[data-src]", has_text="tl.dot(").focus()
+    explorer.locator('button[data-target="sm_90"]').click()
+    page.wait_for_function("document.querySelector('.mlc-explorer').dataset.loaded === 'sm_90'")
+    page.wait_for_timeout(800)  # past the delayed sm_80 answers
+    sass = explorer.locator('.mlc-x-pane[data-stage="SASS"] code').inner_text()
+    lit = explorer.evaluate("e => Array.from(e.querySelectorAll('.mlc-x-pane[data-file]'))"
+                            ".map(p => [p.dataset.stage, p.querySelectorAll('.mlc-x-line.is-hl').length])")
+    context.close()
+    assert "HGMMA" in sass, "the SASS pane shows another target's code after sm_90 was chosen last"
+    assert all(count > 0 for _, count in lit), f"stages without the focused line lit after the load: {lit}"
+    assert not watch.problems, watch.problems
+
+
 # Material draws each Mermaid diagram in a closed shadow root; the measuring page opens them to read the text.
 OPEN_SHADOW_ROOTS = """Element.prototype.attachShadow = (original => function (options) {
   return original.call(this, Object.assign({}, options, {mode: 'open'})); })(Element.prototype.attachShadow);"""

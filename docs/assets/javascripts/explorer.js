@@ -15,6 +15,7 @@
   }
 
   function highlight(explorer, src) {
+    explorer.mlcSource = src;  // a target loaded later lights the same source line again
     explorer.querySelectorAll(".mlc-x-line.is-hl").forEach(function (e) { e.classList.remove("is-hl"); });
     if (!src) return;
     explorer.querySelectorAll('.mlc-x-line[data-src="' + src + '"]').forEach(function (e) {
@@ -45,6 +46,9 @@
     });
     explorer.querySelectorAll(".mlc-x-cost").forEach(function (t) { t.hidden = t.dataset.target !== target; });
     explorer.dataset.loaded = "";
+    // A second click (or the first load still under way) makes the earlier load stale: only the latest may
+    // write its lines, or an earlier load finishing last would leave one stage showing the wrong target.
+    var generation = explorer.mlcGeneration = (explorer.mlcGeneration || 0) + 1;
     var panes = Array.from(explorer.querySelectorAll(".mlc-x-pane[data-file]"));
     return Promise.all(panes.map(function (pane) {
       var url = explorer.dataset.files + explorer.dataset.kernel + "." + target + "." + pane.dataset.file + ".txt";
@@ -53,6 +57,7 @@
         if (!r.ok) throw new Error(r.status + " " + url);
         return r.text();
       }).then(function (text) {
+        if (generation !== explorer.mlcGeneration) return;
         var lines = document.createDocumentFragment();
         text.replace(/\n$/, "").split("\n").forEach(function (row) {
           var tab = row.indexOf("\t");
@@ -62,9 +67,14 @@
         });
         code.replaceChildren(lines);
       }).catch(function (error) {
+        if (generation !== explorer.mlcGeneration) return;
         code.textContent = "could not load " + url + ": " + error.message;
       });
-    })).then(function () { explorer.dataset.loaded = target; });
+    })).then(function () {
+      if (generation !== explorer.mlcGeneration) return;
+      if (explorer.mlcSource) highlight(explorer, explorer.mlcSource);
+      explorer.dataset.loaded = target;
+    });
   }
 
   function step(pre, by) {  // Up and Down move the linked line inside a focused pane
