@@ -355,7 +355,11 @@ def remake_hint(snippet: str, device: str) -> str:
 # the spread within one.
 
 PROCESSES = 5
-SAME_WITHIN = 1.05  # ratios closer to 1 than this are "about the same": this machine cannot resolve them
+# Ratios closer to 1 than this are "about the same". Two independent regenerations of the same records on this
+# machine moved single comparisons by up to about 1.2x (the transformer block's inference went from 1.01 to 1.2
+# on 2026-11-25), so a narrower band would let a verdict change with the weather; scripts/reproducibility.py
+# measures that drift and holds it to this same band.
+SAME_WITHIN = 1.25
 # Fresh processes on this machine agree within about 2x (MEASURING.md). A timing whose process medians spread
 # five times wider than that was taken while something else ran: it is not compared with other releases.
 UNSTEADY = 10.0

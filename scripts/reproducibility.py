@@ -29,7 +29,7 @@ from scripts import records, regenerate
 from scripts.directives import site_compares
 
 WHERE = records.ROOT / ".cache" / "reproducibility"
-GOAL_RATIO = 1.25
+GOAL_RATIO = records.SAME_WITHIN  # a verdict survives a re-run only if its ratio drifts less than the band
 
 
 def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:

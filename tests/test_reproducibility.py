@@ -26,9 +26,9 @@ def test_it_finds_every_cpu_comparison_and_skips_the_cuda_ones(tmp_path):
 def test_the_report_flags_a_verdict_that_changes_direction_or_a_ratio_that_moves(tmp_path):
     runs = [tmp_path / "run-1", tmp_path / "run-2"]
     write(runs[0], "demo/t.py", {"steady": {"a": pooled(200, 210, 190), "b": pooled(100, 100, 100)},
-                                 "flips": {"a": pooled(100, 100, 100), "b": pooled(80, 82, 81)}})
+                                 "flips": {"a": pooled(100, 100, 100), "b": pooled(60, 62, 61)}})
     write(runs[1], "demo/t.py", {"steady": {"a": pooled(205, 200, 195), "b": pooled(100, 101, 99)},
-                                 "flips": {"a": pooled(100, 100, 100), "b": pooled(120, 125, 121)}})
+                                 "flips": {"a": pooled(100, 100, 100), "b": pooled(140, 145, 141)}})
     rows = [{"page": "p.md", "snippet": "demo/t.py", "a": f"{name}.a", "b": f"{name}.b"}
             for name in ("steady", "flips")]
     table = reproducibility.report(rows, runs)
