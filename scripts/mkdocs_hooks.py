@@ -2,9 +2,11 @@
 
 - on_files: builds the chapters' notebooks (scripts/notebooks.py, cached by content under .cache/notebooks/)
   and adds them to the site, where mkdocs-jupyter renders them;
-- on_page_markdown: renders a chapter's `md:` directives for the page (scripts/directives.py), and puts
-  under its title the link to its notebook and the devices its outputs lack;
-- on_page_content / on_page_context / on_post_page: a notebook page is left out of search, its Mermaid
+- on_page_markdown: renders a chapter's `md:` directives for the page (scripts/directives.py), puts
+  under its title the link to its notebook, and appends the glossary's terms as abbreviations
+  (scripts/glossary.py);
+- on_page_content / on_page_context / on_post_page: a term keeps its tooltip at its first use only; a
+  notebook page is left out of search, its Mermaid
   figures are made drawable, and the navigation highlights its chapter;
 - on_post_build: copies the figures drawn for the pages into the site.
 """
@@ -30,7 +32,7 @@ if "scripts" not in sys.modules:
     sys.modules["scripts"] = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(sys.modules["scripts"])
 
-from scripts import directives, notebooks  # noqa: E402
+from scripts import directives, glossary, notebooks  # noqa: E402
 
 _DRAWN: dict[str, str] = {}  # site path -> cached figure, for on_post_build
 _CHAPTER: dict[str, str] = {}  # a notebook's src_uri -> its chapter's src_uri
@@ -70,6 +72,8 @@ def on_page_markdown(markdown, page, config, files):
     except directives.DirectiveError as error:
         raise PluginError(str(error)) from None
     _DRAWN.update(state.drawn)
+    if page.file.src_uri != glossary.PAGE:
+        markdown += glossary.abbreviations(notebooks.DOCS)
     head = notebook_link(state)
     if head:
         # After the first heading, so the title stays first.
@@ -79,6 +83,7 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def on_page_content(html_text, page, config, files):
+    html_text = glossary.first_use_only(html_text)
     if page.file.src_uri in _CHAPTER:
         # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
         page.meta["search"] = {"exclude": True}

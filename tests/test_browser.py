@@ -79,7 +79,7 @@ def page_urls() -> list[str]:
 
 
 PAGES = page_urls()
-REFERENCE = ("reproduce/", "contributing/", "versions/")  # pages about the site, not chapters of the book
+REFERENCE = ("reproduce/", "contributing/", "versions/", "glossary/")  # pages about the site, not chapters of the book
 CHAPTERS = [p for p in PAGES if p and not p.startswith("notebooks/") and p not in REFERENCE]
 # Allowance: a block may overflow by a few pixels of rounding, never by a character.
 OVERFLOW_ALLOWANCE_PX = 4
@@ -394,6 +394,23 @@ def test_the_explorer_links_a_line_to_every_stage(server, browser):
         assert counts["Python"] == 1 and all(counts[stage] > 0 for stage in counts), (target, counts)
     assert source and python == [source], f"PTX line of source line {source} lit Python lines {python}"
     assert len(lefts) == 1, f"the explorer's panes sit side by side on a phone: {sorted(lefts)}"
+    assert not watch.problems, watch.problems
+
+
+def test_a_term_shows_its_definition_on_tap(server, browser):
+    """On a phone, tapping a glossary term's first use shows its definition (Material's tooltip, not a title
+    attribute, which touch screens never show)."""
+    base, _ = server
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    watch = Watch(page, base)
+    page.goto(f"{base}/eager-mode/", wait_until="load")
+    term = page.locator("article abbr").first
+    term.scroll_into_view_if_needed()
+    term.tap()
+    tip = page.locator(".md-tooltip2, .md-tooltip").filter(has_text=term.get_attribute("title")[:30])
+    tip.first.wait_for(state="visible", timeout=5000)
+    context.close()
     assert not watch.problems, watch.problems
 
 
