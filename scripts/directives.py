@@ -326,7 +326,7 @@ def other_releases(page: Page, record: records.Record, section: str | None, lang
         body = (fenced(text, f"{{ .{language} .mlc-output }}") if text is not None
                 else f"*Section '{section}' printed nothing.*") + "\n\n" + provenance(page, group[0])
         out.append(f'{"===!" if i == 0 else "==="} "torch {releases.names(group)}"\n\n{indent(body)}')
-    return (f'\n\n??? note "torch {releases.names(others)} printed this otherwise"\n\n'
+    return (f'\n\n??? note mlc-recorded "torch {releases.names(others)} printed this otherwise"\n\n'
             f'    This is torch {record.release}\'s output; the tabs hold the other releases\'. '
             f'[What changed between versions]({page.md_link("versions.md")}) shows the lines that differ.\n\n'
             + indent("\n\n".join(out)) + "\n")
@@ -372,8 +372,7 @@ def render_figure(d: Directive, page: Page) -> str:
     for record in shown_records:
         diagram = fx_diagram(record, name, found)
         if diagram is not None:
-            mermaid, alt = diagram
-            shown = f"```mermaid\n{mermaid.rstrip()}\n```\n\n" + f'<p class="mlc-alt">{html.escape(alt)}</p>'
+            shown = diagram_image(page, *diagram) + "\n"
         else:
             shown = draw(page, record, name, found)
         bodies.append((record.device, stale_warning(record) + shown))
@@ -383,7 +382,7 @@ def render_figure(d: Directive, page: Page) -> str:
 
 
 def fx_diagram(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, str] | None:
-    """(Mermaid source, alt text) when NAME is an FX graph kept in the record's results; None for a chart."""
+    """(DOT source, alt text) when NAME is an FX graph kept in the record's results; None for a chart."""
     if "kind" in found or name == "timeline":
         return None
     try:
@@ -392,7 +391,28 @@ def fx_diagram(record: records.Record, name: str, found: dict[str, str]) -> tupl
         raise DirectiveError(f"{name} is not kept in the {record.device} record's results") from None
     if not (isinstance(kept, dict) and "fxgraph" in kept):
         return None
-    return diagrams.fx_to_mermaid(record.file(kept["fxgraph"]).read_text())
+    return diagrams.fx_to_dot(record.file(kept["fxgraph"]).read_text())
+
+
+def diagram_svg(dot: str) -> Path:
+    """The diagram's SVG, drawn by graphviz-pure (scripts/diagrams.py), from the cache when drawn before."""
+    try:
+        return diagrams.cached(dot, FIGURE_CACHE)
+    except diagrams.DiagramError as error:
+        raise DirectiveError(str(error)) from None
+
+
+def diagram_image(page: Page, dot: str, alt: str) -> str:
+    """An FX graph's SVG as an image at its natural size (CSS scales it down to a narrow column), linking
+    to itself at full size; one file for both palettes (the dark one inverts it, assets/stylesheets)."""
+    svg = diagram_svg(dot)
+    site_path = f"figures/{svg.name}"
+    page.drawn[site_path] = str(svg)
+    src = page.link(site_path)
+    width, height = diagrams.size(svg.read_text())
+    return (f'<a class="mlc-zoom" href="{src}" title="Open the figure at full size">'
+            f'<img class="mlc-diagram" src="{src}" alt="{html.escape(alt)}" width="{width:g}" '
+            f'height="{height:g}" loading="lazy"></a>')
 
 
 def chart(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, dict[str, Path]]:
@@ -450,14 +470,16 @@ def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -
 
 
 def figure_for_notebook(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
-    """An FX graph as a Mermaid diagram, a chart as its light SVG attached to the cell."""
+    """An FX graph's diagram, or a chart's light SVG, attached to the cell: the page's own image."""
     diagram = fx_diagram(record, name, found)
     if diagram is not None:
-        mermaid, alt = diagram
-        return f"```mermaid\n{mermaid.rstrip()}\n```\n\n*{alt}*"
-    alt, files = chart(record, name, found)
+        dot, alt = diagram
+        drawn = diagrams.on_white(diagram_svg(dot).read_text())  # readable in a dark notebook theme too
+    else:
+        alt, files = chart(record, name, found)
+        drawn = files["light"].read_text()
     key = f"figure-{page.figures}-{name}.svg"
-    page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}
+    page.attachments[key] = {"image/svg+xml": base64.b64encode(drawn.encode()).decode()}
     alt = alt.replace("[", "(").replace("]", ")").replace("\n", " ")
     return f"![{alt}](attachment:{key})"
 
@@ -567,7 +589,7 @@ def render_changes(d: Directive, page: Page) -> str:
             also = releases.stack_changes(change.older, change.newer)
             cause = (f" Besides torch, {', '.join(also)} changed between the two records: a line may differ "
                      f"because of any of them." if also else "")
-            diffs.append(f'??? abstract "{title}: {where}, {releases.label(change.older, change.newer)}"\n\n'
+            diffs.append(f'??? abstract mlc-recorded "{title}: {where}, {releases.label(change.older, change.newer)}"\n\n'
                          f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
                          f"{change.newer.release}; a line of context either side.{cause}\n\n{indent(body)}\n")
     if diffs:
@@ -584,7 +606,7 @@ def render_changes(d: Directive, page: Page) -> str:
     if counted:
         table = "\n".join(["| Snippet | Key | By release |", "|---|---|---|", *counted])
         out += ["## Counts and values that differ", "",
-                f'??? info "{len(counted)} values in the records\' `results.json` differ"\n\n'
+                f'??? info mlc-recorded "{len(counted)} values in the records\' `results.json` differ"\n\n'
                 "    Whole numbers, words and flags; measurements are in the next section.\n\n"
                 + indent(table) + "\n"]
     compared, steady, refused = [], 0, 0

@@ -82,8 +82,14 @@ def on_page_markdown(markdown, page, config, files):
     return markdown
 
 
+# What a record printed, its provenance, and diffs between releases: search should land on the sentence that
+# teaches a word, not on an output block that happens to print it (Material's search skips marked elements).
+RECORDED = re.compile(r'<(div|p|details) class="(?=[^"]*\b(?:mlc-output|provenance|mlc-recorded)\b)')
+
+
 def on_page_content(html_text, page, config, files):
     html_text = glossary.first_use_only(html_text)
+    html_text = RECORDED.sub(lambda m: f"<{m[1]} data-search-exclude {m[0][len(m[1]) + 2:]}", html_text)
     if page.file.src_uri in _CHAPTER:
         # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
         page.meta["search"] = {"exclude": True}

@@ -229,9 +229,11 @@ def test_no_tab_lands_on_a_missing_record(server):
 
 
 # Each query lands first on the page that teaches it.
-CANONICAL = {"graph break": "graph-mode/", "guard": "dissecting/dynamo/", "fusion": "optimizations/",
-             "Triton": "dissecting/triton-basics/", "CUDA graphs": "dissecting/graphs/",
-             "roofline": "dissecting/regimes/"}
+CANONICAL = {"graph break": "graph-mode/", "guard": "dissecting/dynamo/", "guards": "dissecting/dynamo/",
+             "fusion": "optimizations/", "Triton": "dissecting/triton-basics/", "CUDA graphs": "dissecting/graphs/",
+             "roofline": "dissecting/regimes/", "recompile": "dissecting/recompile-atlas/",
+             "mark_dynamic": "levers/", "max-autotune": "dissecting/regimes/", "TORCH_LOGS": "levers/",
+             "warm start": "dissecting/warm-start/"}
 
 
 @pytest.mark.parametrize("query", list(CANONICAL))

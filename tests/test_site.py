@@ -1,5 +1,6 @@
 """The built site: strict build, no third-party loads, links and anchors resolve, pages read whole."""
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -156,3 +157,15 @@ def test_the_missing_gpu_is_quiet(page):
         if lines and all(line.startswith("no GPU") for line in lines):
             problems.append(f"the output of {snippet}:{name} says only that there is no GPU")
     assert not problems, "\n".join(problems)
+
+
+def test_search_indexes_the_teaching_not_the_recordings(site):
+    """What a record printed, its provenance line and the diffs between releases stay out of the search index:
+    a query should land on the sentence that explains a word, not on an output that prints it."""
+    out, _ = site
+    index = json.loads((out / "search" / "search_index.json").read_text())
+    text = "\n".join(doc["title"] + "\n" + doc["text"] for doc in index["docs"])
+    printed = [line.strip() for snippet in ("eager_mode/complex_activation.py", "graph_mode/recompiles.py")
+               for line in records.record(snippet, "cpu").stdout.splitlines() if len(line.strip()) > 30][:6]
+    assert printed and not [line for line in printed if line in text], printed
+    assert "printed this otherwise" not in text and "record</a>" not in text
