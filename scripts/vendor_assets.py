@@ -1,11 +1,12 @@
 """Fetch the JavaScript the site serves itself, so pages load with no third-party request.
 
-Writes docs/assets/vendor/{mermaid.min.js, mathjax-tex-svg.js, LICENSES.txt} from the npm registry with
+Writes docs/assets/vendor/{mathjax-tex-svg.js, LICENSES.txt} from the npm registry with
 `npm pack` (the files are committed; run this only to change a version):
 
     python scripts/vendor_assets.py
 
-MathJax's SVG build carries its fonts inside the script, so no font file is fetched at page time.
+MathJax's SVG build carries its fonts inside the script, so no font file is fetched at page time. Diagrams
+need no script: scripts/diagrams.py draws them as SVG when the site is built.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ VENDOR = Path(__file__).resolve().parents[1] / "docs" / "assets" / "vendor"
 
 # package spec -> (file inside the npm tarball, name under docs/assets/vendor)
 ASSETS = {
-    "mermaid@11.17.2": ("package/dist/mermaid.min.js", "mermaid.min.js"),
     "mathjax@3.2.2": ("package/es5/tex-svg.js", "mathjax-tex-svg.js"),
 }
 

@@ -1,4 +1,4 @@
-"""scripts/diagrams.py: FX graphs as a record keeps them, drawn as Mermaid flowcharts."""
+"""scripts/diagrams.py: FX graphs as records keep them, and the pages' illustrations, drawn as SVG by graphviz-pure."""
 
 from __future__ import annotations
 
@@ -28,17 +28,17 @@ graph():
 """
 
 
-def node_ids(mermaid: str) -> dict[str, set[str]]:
+def node_ids(dot: str) -> dict[str, set[str]]:
     """Graph prefix ('g0_') -> the node ids drawn in it."""
     found: dict[str, set[str]] = {}
-    for node in re.findall(r"^\s+(g\d+_\w+?)[\[(]", mermaid, re.MULTILINE):
+    for node in re.findall(r"^\s+(g\d+_\w+) \[", dot, re.MULTILINE):
         prefix = re.match(r"g\d+_", node).group(0)
         found.setdefault(prefix, set()).add(node)
     return found
 
 
-def arrows(mermaid: str) -> list[tuple[str, str]]:
-    return re.findall(r"^\s+(g\d+_\w+) --> (g\d+_\w+)$", mermaid, re.MULTILINE)
+def arrows(dot: str) -> list[tuple[str, str]]:
+    return re.findall(r"^\s+(g\d+_\w+) -> (g\d+_\w+);$", dot, re.MULTILINE)
 
 
 def traced_pair() -> str:
@@ -63,32 +63,33 @@ def traced_pair() -> str:
 @pytest.mark.parametrize("source", ["traced", "dynamo"])
 def test_two_graphs_stay_two_parts_whose_node_ids_never_collide(source):
     text = traced_pair() if source == "traced" else DYNAMO
-    mermaid, alt = diagrams.fx_to_mermaid(text)
-    assert diagrams.components(mermaid) == 2
-    ids = node_ids(mermaid)
+    dot, alt = diagrams.fx_to_dot(text)
+    assert diagrams.components(dot) == 2
+    ids = node_ids(dot)
     assert set(ids) == {"g0_", "g1_"}
     assert not ids["g0_"] & ids["g1_"]
     # Both graphs have a node named linear1, each drawn under an id of its own.
     assert {"g0_linear1", "g1_linear1"} <= ids["g0_"] | ids["g1_"]
-    assert all(a[:3] == b[:3] for a, b in arrows(mermaid)), "an arrow crosses from one graph into the other"
-    assert 'subgraph g0_frame["graph 1"]' in mermaid and 'subgraph g1_frame["graph 2"]' in mermaid
-    assert "g0_frame -. graph break .-> g1_frame" in mermaid
+    assert all(a[:3] == b[:3] for a, b in arrows(dot)), "an arrow crosses from one graph into the other"
+    assert "subgraph cluster_g0_frame {\n    label=\"graph 1\";" in dot
+    assert "subgraph cluster_g1_frame {\n    label=\"graph 2\";" in dot
+    assert "[ltail=cluster_g0_frame, lhead=cluster_g1_frame, style=dotted, label=\" graph break\"]" in dot
     assert alt.startswith("Computation graph (graph 1: ") and "; graph 2: " in alt
 
 
 def test_components_counts_disconnected_parts():
-    assert diagrams.components("flowchart LR\n    g0_a([\"a\"])\n    g0_b[\"b\"]\n    g0_a --> g0_b\n") == 1
-    assert diagrams.components("flowchart LR\n    g0_a([\"a\"])\n    g0_b[\"b\"]\n") == 2
+    assert diagrams.components('digraph {\n  g0_a [label="a"];\n  g0_b [label="b"];\n  g0_a -> g0_b;\n}\n') == 1
+    assert diagrams.components('digraph {\n  g0_a [label="a"];\n  g0_b [label="b"];\n}\n') == 2
 
 
 def test_dynamo_names_shorten_to_the_parameter():
     assert diagrams.short("L_self_modules_linear1_parameters_weight_") == "linear1.weight"
     assert diagrams.short("l_self_modules_block_modules_linear1_buffers_running_mean_") == "block_linear1.running_mean"
     assert diagrams.short("L_x_") == "x"
-    mermaid, _ = diagrams.fx_to_mermaid(DYNAMO)
-    assert 'g0_l_self_modules_linear1_parameters_weight_(["linear1.weight"])' in mermaid
-    assert '(["linear1.bias"])' in mermaid and '(["x"])' in mermaid
-    assert 'g0_linear1["linear"]' in mermaid and 'g1_sin["sin"]' in mermaid
+    dot, _ = diagrams.fx_to_dot(DYNAMO)
+    assert 'g0_l_self_modules_linear1_parameters_weight_ [label="linear1.weight", fillcolor="white"];' in dot
+    assert '[label="linear1.bias", fillcolor="white"]' in dot and '[label="x", fillcolor="white"]' in dot
+    assert 'g0_linear1 [label="linear"];' in dot and 'g1_sin [label="sin"];' in dot
 
 
 def test_one_graph_has_no_frame_and_marks_unused_nodes():
@@ -101,11 +102,12 @@ def test_one_graph_has_no_frame_and_marks_unused_nodes():
         "    %sum_1 : [num_users=1] = call_method[target=sum](args = (%sin,), kwargs = {})\n"
         "    return sum_1\n"
     )
-    mermaid, alt = diagrams.fx_to_mermaid(text)
-    assert mermaid.startswith("flowchart LR\n") and "subgraph" not in mermaid and "graph break" not in mermaid
-    assert "g0_x --> g0_sin" in mermaid and "g0_sin --> g0_sum_1" in mermaid and "g0_sum_1 --> g0_output" in mermaid
-    assert mermaid.count("g0_x --> g0_mm") == 1, "an op using one input twice gets one arrow"
-    assert "class g0_mm unused" in mermaid and "class g0_w unused" in mermaid and "class g0_sin unused" not in mermaid
+    dot, alt = diagrams.fx_to_dot(text)
+    assert dot.startswith("digraph fx {\n") and "subgraph" not in dot and "graph break" not in dot
+    assert "g0_x -> g0_sin;" in dot and "g0_sin -> g0_sum_1;" in dot and "g0_sum_1 -> g0_output;" in dot
+    assert dot.count("g0_x -> g0_mm;") == 1, "an op using one input twice gets one arrow"
+    dashed = set(re.findall(r"^\s+(g0_\w+) \[[^\]]*dashed", dot, re.MULTILINE))
+    assert dashed == {"g0_mm", "g0_w"}, "only the nodes nobody uses are dashed"
     assert alt == "Computation graph (graph 1: sin, mm, .sum (unused: w, mm))."
 
 
@@ -113,6 +115,8 @@ def test_labels():
     assert diagrams.label("call_function", "torch.sin") == "sin"
     assert diagrams.label("call_function", "aten.mm.default") == "mm"
     assert diagrams.label("call_function", "aten.add.Tensor") == "add"
+    assert diagrams.label("call_function", "aten.sum.dim_IntList") == "sum", "the op, not its overload"
+    assert diagrams.label("call_function", "aten.where.self") == "where"
     assert diagrams.label("call_function", "<built-in method relu of type object at 0x7f00>") == "relu"
     assert diagrams.label("call_method", "sum") == ".sum"
     assert diagrams.label("get_attr", "linear1.weight") == "linear1.weight"
@@ -120,5 +124,38 @@ def test_labels():
 
 def test_empty_text_draws_nothing():
     assert diagrams.split_graphs("") == []
-    mermaid, _ = diagrams.fx_to_mermaid("")
-    assert diagrams.components(mermaid) == 0
+    dot, _ = diagrams.fx_to_dot("")
+    assert diagrams.components(dot) == 0
+
+
+def test_a_graph_is_drawn_top_to_bottom_as_svg_that_fits_the_column():
+    dot, _ = diagrams.fx_to_dot(DYNAMO)
+    svg = diagrams.render(dot)
+    width, height = diagrams.size(svg)
+    assert 0 < width <= diagrams.COLUMN_PX and height > width, "two small graphs, one above the other"
+    assert svg.startswith("<svg ") and " id=" not in svg and "<!--" not in svg
+    assert "font-size: 14px" in svg, "text sized in CSS pixels, as the browser test reads it"
+    assert diagrams.size(diagrams.on_white(svg)) == (width, height)
+
+
+def test_a_wide_graph_is_scaled_to_the_column():
+    wide = "digraph w {\n" + "".join(f"  n{i} [label=\"a long label {i}\"];\n" for i in range(20)) + "}\n"
+    width, _ = diagrams.size(diagrams.render(wide))
+    assert width <= diagrams.COLUMN_PX
+
+
+@pytest.mark.parametrize("source", diagrams.sources(), ids=lambda p: p.name)
+def test_each_committed_diagram_is_drawn_from_its_source(source):
+    """graphviz-pure writes the same bytes on every platform: a committed SVG is its DOT file's drawing
+    (remake them with `python -m scripts.diagrams`), and it fits the column."""
+    svg = diagrams.render(source.read_text())
+    assert source.with_suffix(".svg").read_text() == svg, f"run: python -m scripts.diagrams ({source.name})"
+    assert diagrams.size(svg)[0] <= diagrams.COLUMN_PX
+
+
+def test_every_page_image_of_a_diagram_has_its_source():
+    """Each docs/assets/diagrams/*.svg a page shows is made from a DOT file, and every DOT file is used."""
+    docs = diagrams.ROOT / "docs"
+    shown = {m for page in docs.rglob("*.md") if "outputs" not in page.parts
+             for m in re.findall(r"assets/diagrams/([\w-]+)\.svg", page.read_text())}
+    assert shown == {p.stem for p in diagrams.sources()}
