@@ -300,36 +300,75 @@ def render_output(d: Directive, page: Page) -> str:
             return fenced(text, "text") + f"\n\n*Recorded on {LABELS[record.device]} ({record.hardware}).*\n"
         # Output wraps at the column (.mlc-output in extra.css), code-like output too.
         block = fenced(text, f"{{ .{languages[record.device]} .mlc-output }}")
-        bodies.append((record.device, stale_warning(record) + block + "\n\n" + provenance(page, record)
-                       + other_releases(page, record, section, languages[record.device])))
+        line = output_line(page, record, section)
+        pooled = pooled_table(record) if PRINTED_TIME.search(text) else ""
+        bodies.append((record.device, stale_warning(record) + block + "\n\n" + line + pooled))
     return tabs(bodies)
+
+
+PRINTED_TIME = re.compile(r"\d\s*(?:µs|us|ms|s)\b")  # an output that prints a time
+
+
+def output_line(page: Page, record: records.Record, section: str | None) -> str:
+    """One line under an output: where and when it was recorded (the whole provenance on the record's link),
+    which process printed it, and whether the other torch releases printed the same."""
+    parts = [html.escape(f"{record.hardware} · torch {record.release} · {record.date}")]
+    processes = max((t.get("processes", 1) for _, t in records.timings_in(record.results)), default=1)
+    if processes > 1:
+        parts.append(f"printed by the first of {processes} processes")
+    link = page.link(f"{record.site_path}/{records.MANIFEST}")
+    parts.append(f'<a href="{link}" title="{html.escape(record.provenance())}">record</a>')
+    found = releases.comparable(record.snippet, record.device, page.outputs, page.snippets)
+    if len(found) > 1 and found[0].folder == record.folder:
+        groups = releases.grouped(found, section)
+        others = [r for group in groups[1:] for r in group]
+        if not others:
+            parts.append(f"the same on torch {releases.names(found[1:])}")
+        else:
+            anchor = page.link("versions/") + "#" + change_anchor(record.snippet, section)
+            parts.append(f'<a href="{anchor}">torch {releases.names(others)} printed it otherwise</a>')
+    return f'<p class="provenance">{" · ".join(parts)}</p>'
+
+
+def change_anchor(snippet: str, section: str | None) -> str:
+    """The versions page's anchor for one output's changes between releases."""
+    return "changed-" + re.sub(r"[^a-z0-9]+", "-", f"{snippet.removesuffix('.py')} {section or ''}".lower()).strip("-")
+
+
+def pooled_table(record: records.Record) -> str:
+    """Folded under a timed output: each timing pooled over every process, the figures the text quotes."""
+    timed = [(key, t) for key, t in records.timings_in(record.results) if t.get("processes", 1) > 1]
+    if not timed:
+        return ""
+    rows = [f"| `{key}` | {duration(t['median_us'])} | {duration(t.get('q1_us', t['median_us']))} – "
+            f"{duration(t.get('q3_us', t['median_us']))} | {duration(min(t['process_medians_us']))} – "
+            f"{duration(max(t['process_medians_us']))} |" for key, t in timed]
+    return (f'\n\n??? info mlc-recorded "Pooled over {timed[0][1]["processes"]} processes: the figures the text '
+            f'quotes"\n\n    | Timing | Median | Quartiles | Process medians |\n    |---|---|---|---|\n'
+            + "\n".join("    " + row for row in rows) + "\n")
+
+
+TIME_UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def duration(microseconds: float) -> str:
+    """A time in the site's units: µs below 10 ms, ms below 10 s, s above, to about three figures."""
+    return in_units(microseconds * 1e-6, "µs", None)
+
+
+def in_units(seconds: float, unit: str, spec: str | None) -> str:
+    """A time as the site shows it: values of 10 ms or more in ms, of 10 s or more in s; smaller ones in the
+    unit (and format) the page asked for."""
+    for name, limit in (("s", 10.0), ("ms", 10e-3)):
+        if seconds >= limit and TIME_UNITS[unit] < TIME_UNITS[name]:
+            value = seconds / TIME_UNITS[name]
+            return format(value, ",.0f" if value >= 100 else ".1f") + "\u202f" + name
+    value = seconds / TIME_UNITS[unit]
+    return format(value, spec or (",.0f" if value >= 100 else ".3g")) + "\u202f" + unit
 
 
 def indent(text: str, by: int = 4) -> str:
     return "\n".join(" " * by + line if line else "" for line in text.splitlines())
-
-
-def other_releases(page: Page, record: records.Record, section: str | None, language: str) -> str:
-    """Under an output: that the other torch releases printed the same, or, folded, what they printed."""
-    found = releases.comparable(record.snippet, record.device, page.outputs, page.snippets)
-    if len(found) < 2 or found[0].folder != record.folder:
-        return ""
-    groups = releases.grouped(found, section)
-    changes = page.link("versions/")
-    if len(groups) == 1:
-        return (f'\n<p class="provenance">The same on torch {releases.names(found)}, addresses, hashes, measured '
-                f'numbers and generated names aside (<a href="{changes}">what changed between versions</a>).</p>')
-    others = [r for group in groups[1:] for r in group]
-    out = []
-    for i, group in enumerate(groups[1:]):
-        text = releases.text_of(group[0], section)
-        body = (fenced(text, f"{{ .{language} .mlc-output }}") if text is not None
-                else f"*Section '{section}' printed nothing.*") + "\n\n" + provenance(page, group[0])
-        out.append(f'{"===!" if i == 0 else "==="} "torch {releases.names(group)}"\n\n{indent(body)}')
-    return (f'\n\n??? note mlc-recorded "torch {releases.names(others)} printed this otherwise"\n\n'
-            f'    This is torch {record.release}\'s output; the tabs hold the other releases\'. '
-            f'[What changed between versions]({page.md_link("versions.md")}) shows the lines that differ.\n\n'
-            + indent("\n\n".join(out)) + "\n")
 
 
 def split_reference(reference: str) -> tuple[str, str | None]:
@@ -573,7 +612,7 @@ def render_changes(d: Directive, page: Page) -> str:
                      + " | ".join(stack) + " |")
     out = ["\n".join(lines), ""]
     shown = site_outputs(docs)
-    unchanged, seen, diffs = [], set(), []
+    unchanged, seen, diffs, anchored = [], set(), [], set()
     for src, title, snippet, section in shown:
         if (snippet, section) in seen or not (page.snippets / snippet).is_file():
             continue
@@ -589,7 +628,12 @@ def render_changes(d: Directive, page: Page) -> str:
             also = releases.stack_changes(change.older, change.newer)
             cause = (f" Besides torch, {', '.join(also)} changed between the two records: a line may differ "
                      f"because of any of them." if also else "")
-            diffs.append(f'??? abstract mlc-recorded "{title}: {where}, {releases.label(change.older, change.newer)}"\n\n'
+            anchor = change_anchor(snippet, section)
+            if anchor not in anchored:
+                anchored.add(anchor)
+                diffs.append(f'<span id="{anchor}"></span>\n')
+            versions = releases.label(change.older, change.newer)
+            diffs.append(f'??? abstract mlc-recorded "{title}: {where}, {versions}"\n\n'
                          f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
                          f"{change.newer.release}; a line of context either side.{cause}\n\n{indent(body)}\n")
     if diffs:
@@ -798,9 +842,17 @@ def render_value(d: Directive, page: Page) -> str:
         value = record.value(key)
     except KeyError as error:
         raise DirectiveError(error.args[0]) from None
-    text = format_value(value, d.options)
-    if d.options.get("unit"):
-        text += ("" if d.options["unit"] == "%" else "\u202f") + d.options["unit"]
+    unit = d.options.get("unit")
+    if unit in TIME_UNITS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            scaled = value * float(d.options.get("scale", 1))
+        except ValueError:
+            raise DirectiveError(f"scale={d.options['scale']} is not a number") from None
+        text = in_units(scaled * TIME_UNITS[unit], unit, d.options.get("fmt"))
+    else:
+        text = format_value(value, d.options)
+        if unit:
+            text += ("" if unit == "%" else "\u202f") + unit
     return inline_span(page, record, f"{key} from snippets/{snippet}", text)
 
 

@@ -294,9 +294,10 @@ def test_output_with_both_devices_puts_cuda_first_with_provenance(tree):
     text = expand(tree, f"<!-- md:output {SNIPPET} -->\n", state)
     assert text.index('===! "CUDA"') < text.index('=== "CPU"') and text.count("===") == 2
     assert "    on the gpu" in text and "    on the cpu" in text
-    assert f"Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch {records.MAIN} · triton 3.7.1" in text
-    assert "Recorded on Test CPU (2 cores)" in text
-    assert 'href="../outputs/cpu/demo/hello/manifest.json">record</a>' in text
+    assert f"NVIDIA H200 · torch {records.MAIN} · " in text and f"Test CPU · torch {records.MAIN} · " in text
+    # The whole provenance is on the record's link, so the line under an output stays one line.
+    assert f'title="Recorded on NVIDIA H200 (CUDA 12.8, driver 570.1) · torch {records.MAIN} · triton 3.7.1' in text
+    assert 'href="../outputs/cpu/demo/hello/manifest.json" title="Recorded on Test CPU (2 cores)' in text
     assert "Stale record" not in text
 
 
@@ -442,18 +443,47 @@ def test_an_output_other_releases_printed_alike_says_so_once_run_to_run_numbers_
     write_record(tree, "cpu", stdout="buf3 at 0x7f00aa: 1.25 ms\n")
     write_record(tree, "cpu", release="2.11.0", stdout="buf7 at 0x55bb00: 3.5 ms\n")
     text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
-    assert f"The same on torch 2.11.0 and {records.MAIN}, addresses" in text
-    assert "printed this otherwise" not in text
+    assert "· the same on torch 2.11.0</p>" in text and text.count("provenance") == 1
+    assert "printed it otherwise" not in text
 
 
-def test_an_output_another_release_printed_otherwise_offers_it_folded_in_a_tab(tree):
+def test_an_output_another_release_printed_otherwise_links_to_its_diff(tree):
     write_record(tree, "cpu", stdout="add_(alpha=-0.1)\n")
     write_record(tree, "cpu", release="2.11.0", stdout="mul\nadd_\n")
     write_record(tree, "cpu", release="2.13.0", stdout="add_(alpha=-0.1)\n")
     text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
-    assert '??? note "torch 2.11.0 printed this otherwise"' in text
-    assert '===! "torch 2.11.0"' in text and "mul\n" in text.split('===! "torch 2.11.0"')[1]
-    assert "The same on" not in text
+    assert '<a href="../versions/#changed-demo-hello-main">torch 2.11.0 printed it otherwise</a>' in text
+    assert "mul" not in text and "the same on" not in text  # the diff lives on the versions page
+
+
+def test_a_timed_output_says_which_process_printed_it_and_folds_the_pooled_figures(tree):
+    runs = [{"median_us": m, "times_us": [m - 1, m, m + 1], "threads": 2} for m in (20_000.0, 30_000.0, 25_000.0)]
+    write_record(tree, "cpu", stdout="eager: 20,000 us\n", results={"t": records.pool(runs)})
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
+    assert "printed by the first of 3 processes" in text
+    assert '??? info mlc-recorded "Pooled over 3 processes' in text
+    assert "| `t` | 25.0\u202fms | 20.0\u202fms – 30.0\u202fms | 20.0\u202fms – 30.0\u202fms |" in text
+
+
+def test_an_output_that_prints_no_time_folds_no_pooled_figures(tree):
+    runs = [{"median_us": m, "times_us": [m], "threads": 2} for m in (20_000.0, 30_000.0)]
+    write_record(tree, "cpu", stdout="compiled == eager: True\n", results={"t": records.pool(runs)})
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
+    assert "printed by the first of 2 processes" in text and "Pooled over" not in text
+
+
+@pytest.mark.parametrize("value, options, shown", [
+    (9_999.0, "fmt=,.0f unit=µs", "9,999\u202fµs"),  # below 10 ms: as the page asked
+    (323_993.0, "fmt=,.0f unit=µs", "324\u202fms"),
+    (12_345.0, "fmt=,.0f unit=µs", "12.3\u202fms"),
+    (12.5, "fmt=.1f unit=s", "12.5\u202fs"),
+    (0.25, "fmt=.0f unit=ms scale=1000", "250\u202fms"),  # the scale applies first, into the page's unit
+    (25.0, "fmt=.0f unit=ms scale=1000", "25.0\u202fs"),
+    (42_000_000.0, "unit=µs", "42.0\u202fs"),
+])
+def test_a_time_of_10_ms_or_more_is_shown_in_ms_and_of_10_s_or_more_in_s(tree, value, options, shown):
+    write_record(tree, "cpu", results={"v": value})
+    assert shown in expand(tree, f"<!-- md:value {SNIPPET} v device=cpu {options} -->\n")
 
 
 def test_a_record_of_an_older_version_of_the_snippet_is_not_compared(tree):
@@ -471,7 +501,8 @@ def test_the_changes_page_diffs_what_changed_and_lists_what_did_not(tree):
     write_record(tree, "cpu", release="2.11.0", stdout="graph\nmul\nadd_\nreturn\n", results={"ops": 2, "graphs": 1})
     on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     text = directives.expand("<!-- md:changes -->\n", on)
-    assert f'??? abstract "A chapter: `demo/hello.py` · `main`, torch 2.11.0 → {records.MAIN}"' in text
+    assert f'??? abstract mlc-recorded "A chapter: `demo/hello.py` · `main`, torch 2.11.0 → {records.MAIN}"' in text
+    assert '<span id="changed-demo-hello-main"></span>' in text  # where an output's line links
     diff = text.split("```diff")[1].split("```")[0]
     assert diff.splitlines()[1:-1] == ["      graph", "    - mul", "    - add_", "    + add_ alpha", "      return"]
     assert f"| `demo/hello.py` | `ops` | 2.11.0: `2` → {records.MAIN}: `1` |" in text
