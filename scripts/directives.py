@@ -65,7 +65,7 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from scripts import diagrams, findings, plots, records, releases
+from scripts import changelog, diagrams, findings, plots, records, releases
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
@@ -100,7 +100,7 @@ SPECS = {
     "findings": Spec("block", ()),
     "coverage": Spec("block", ()),
     "explorer": Spec("block", ("SNIPPET", "KERNEL")),
-    "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no")),
+    "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no", "release")),
     "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device", "what", "size", "why")),
     "hardware": Spec("inline", ("SNIPPET",), ("device",)),
     "recorded": Spec("conditional", ("SNIPPET",), ("device",)),
@@ -495,9 +495,13 @@ def linked_images(page: Page, files: dict[str, Path], alt: str) -> list[str]:
 
 
 def draw(page: Page, record: records.Record, name: str, found: dict[str, str]) -> str:
-    """Both palettes' images of one chart, each a link to itself at full size, and a profile's traces."""
+    """Both palettes' images of one chart, each a link to itself at full size, and a profile's traces. The
+    chart is drawn for the page's column and again for a phone's (plots.NARROW_PT): CSS shows one of them,
+    so a phone's chart fits its column instead of scrolling sideways."""
     alt, files = chart(record, name, found)
-    images = linked_images(page, files, alt)
+    _, narrow = chart(record, name, {**found, "layout": "narrow"})
+    images = [f'<span class="mlc-wide">{"".join(linked_images(page, files, alt))}</span>',
+              f'<span class="mlc-narrow">{"".join(linked_images(page, narrow, alt))}</span>']
     traces = plots.traces(record) if name == "timeline" else []
     links = ""
     if traces:
@@ -592,6 +596,54 @@ def site_compares(docs: Path) -> list[tuple[str, str, str, str, str]]:
             if d.options.get("device", "cuda") == "cpu"]
 
 
+def timing_section(page: Page, timed: list) -> list[str]:
+    """The versions page's first section: each timed comparison, release by release, as a chart and a table."""
+    steady = sum(row.steady for row in timed)
+    refused = sum(len(row.refused) for row in timed)
+    rows = ["| Page | B against A | " + " | ".join(f"torch {r}" for r in sorted(
+        {r for row in timed for r in [*row.by_release, *row.refused]}, key=records.version_key)) + " |"]
+    names = rows[0].count("torch ")
+    rows.append("|---|---|" + "---|" * names)
+    ordered = sorted({r for row in timed for r in [*row.by_release, *row.refused]}, key=records.version_key)
+    for row in timed:
+        cells = []
+        for release in ordered:
+            if release in row.by_release:
+                words, ratio = row.by_release[release]
+                cells.append(f"{words} ({ratio:.2f})")
+            elif release in row.refused:
+                low, high = row.refused[release]
+                cells.append(f"not compared: processes spread {duration(low)} to {duration(high)}")
+            else:
+                cells.append("–")
+        rows.append(f"| [{row.title}]({page.md_link(row.page)}) | `{Path(row.snippet).stem}`: `{row.key_b}` "
+                    f"against `{row.key_a}` | " + " | ".join(cells) + " |")
+    summary = (f"Of the {len(timed)} timed comparisons the chapters make on the CPU, {steady} point the same way "
+               "in every release's record (faster, slower, or about the same), judged by the site's one rule. "
+               "The releases were recorded on different days on the same kind of machine, whose timings move "
+               f"between processes ([how timings are taken]({page.md_link('reproduce.md')}#how-timings-are-taken))."
+               + (f" {refused} records are not compared: the medians of their fresh processes spread more than "
+                  f"{records.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
+                  "was busy while they ran." if refused else ""))
+    figure = ""
+    if page.target != NOTEBOOK and any(row.by_release for row in timed):
+        digest = hashlib.sha256(Path(changelog.__file__).read_bytes() + Path(plots.__file__).read_bytes()
+                                + repr([vars(row) for row in timed]).encode()).hexdigest()[:20]
+        FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
+        files = {palette: FIGURE_CACHE / f"releases-{digest}.{palette}.svg" for palette in plots.PALETTES}
+        for palette, cached in files.items():
+            if not cached.exists():
+                colors = plots.PALETTES[palette]
+                write_atomically(cached, changelog.chart(timed, colors, plots.style(colors)))
+        page.figures += 1
+        caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio on '
+                   "each release (a marker per release, log scale); the shaded band is what the site calls about "
+                   "the same.</p>")
+        figure = ('<div class="mlc-figure" markdown>\n\n' + "\n".join(
+            linked_images(page, files, changelog.describe(timed))) + f"\n{caption}\n\n</div>\n")
+    return ["## Timings, release by release", "", summary, "", figure, "\n".join(rows), ""]
+
+
 def render_changes(d: Directive, page: Page) -> str:
     """The generated page "What changed between versions": from the CPU records of every torch release, each
     output that differs (a readable diff), each count that differs, and each timed comparison per release."""
@@ -653,42 +705,9 @@ def render_changes(d: Directive, page: Page) -> str:
                 f'??? info mlc-recorded "{len(counted)} values in the records\' `results.json` differ"\n\n'
                 "    Whole numbers, words and flags; measurements are in the next section.\n\n"
                 + indent(table) + "\n"]
-    compared, steady, refused = [], 0, 0
-    for src, title, snippet, key_a, key_b in site_compares(docs):
-        found = sorted(releases.comparable(snippet, "cpu", page.outputs, page.snippets),
-                       key=lambda r: records.version_key(r.release))
-        cells, verdicts = [], set()
-        for record in found:
-            try:
-                a, b = record.value(key_a), record.value(key_b)
-            except KeyError:
-                continue
-            if spread := records.unsteady(a) or records.unsteady(b):
-                cells.append(f"{record.release}: not compared (its processes' medians spread from "
-                             f"{spread[0]:,.0f} to {spread[1]:,.0f} µs)")
-                refused += 1
-                continue
-            words, _, cell = records.verdict(a, b)
-            verdicts.add(records.direction(words))
-            cells.append(f"{record.release}: {cell}")
-        if len(cells) > 1:
-            steady += len(verdicts) == 1
-            compared.append(f"| [{title}]({page.md_link(src)}) | `{snippet}`: `{key_b}` against `{key_a}` | "
-                            + "<br>".join(cells) + " |")
-    if compared:
-        table = "\n".join(["| Page | Comparison | By release |", "|---|---|---|", *compared])
-        out += ["## Timings, release by release", "",
-                f"Of the {len(compared)} timed comparisons the chapters make on the CPU, {steady} point the same "
-                "way in every release's record (faster, slower, or about the same), judged by the site's one "
-                "rule. The releases were recorded on different days on the same kind of machine, whose timings "
-                f"move between processes ([How timings are taken]({page.md_link('reproduce.md')}"
-                "#how-timings-are-taken))."
-                + (f" {refused} of the records are left out of it: the medians of their fresh processes spread "
-                   f"more than {records.UNSTEADY:g} times, where quiet processes agree within about 2 times, so "
-                   "the machine was busy while they ran." if refused else ""),
-                "", '??? info "Each comparison, release by release"\n\n'
-                "    The verdict, the median ratio of the per-process medians, and its range over the record's "
-                "fresh processes.\n\n" + indent(table) + "\n"]
+    timed = changelog.collect(site_compares(docs), page.outputs, page.snippets)
+    if timed:
+        out = out[:2] + timing_section(page, timed) + out[2:]
     if unchanged:
         out += ["## The same on every release", "",
                 f'??? success "{len(unchanged)} outputs differ only in addresses, hashes, measured numbers and '
@@ -815,6 +834,12 @@ def format_value(value, found: dict[str, str]) -> str:
 
 def needed(page: Page, snippet: str, found: dict[str, str]) -> records.Record:
     device = found.get("device", "cuda")
+    if "release" in found:  # a value as one torch release recorded it (the versions page compares them)
+        made = {r.release: r for r in releases.comparable(snippet, device, page.outputs, page.snippets)}
+        if found["release"] not in made:
+            raise DirectiveError(f"torch {found['release']} has no fresh {LABELS[device]} record of {snippet} "
+                                 f"(fresh: {', '.join(sorted(made)) or 'none'})")
+        return made[found["release"]]
     record = page.record(snippet, device)
     if not record.exists:
         raise DirectiveError(
@@ -906,6 +931,20 @@ def render_findings(d: Directive, page: Page) -> str:
     summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record. Of the {several} "
                f"recorded fresh with more than one torch release, {steady} point the same way on every one.")
     table = "\n".join(rows)
+    modelled = [f for f in found if f.model]
+    if modelled:
+        gpus = modelled[0].model.names
+        model_rows = ["| Workload | Kernels | " + " | ".join(gpus.values()) + " |",
+                      "|---|---|" + "---|" * len(gpus)]
+        for f in modelled:
+            model_rows.append(f"| [{f.what}]({page.md_link(f.page)}) | {f.model.kernels[0]} → {f.model.kernels[1]} | "
+                              + " | ".join(f"{f.model.ratio(g):.2f}" for g in gpus) + " |")
+        unmodelled = len(found) - len(modelled)
+        table += ("\n\n**GPU model, not measured.** The gain each row's second side would have over its first if "
+                  "every kernel of both ran at its roof: bytes and FLOPs of each kernel counted from the CUDA code "
+                  "Inductor writes for the same function at the same sizes, and from eager's ATen ops, at each GPU's "
+                  f"datasheet bandwidth and peak rate (snippets/{findings.MODEL}). "
+                  + (f"{unmodelled} rows have no model. " if unmodelled else "") + "\n\n" + "\n".join(model_rows))
     if page.target == NOTEBOOK:
         key = "findings.svg"
         page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}

@@ -644,3 +644,12 @@ def test_findings_with_no_described_comparison_fail_the_build(tree):
     on = directives.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     with pytest.raises(directives.DirectiveError, match="says what it compares"):
         directives.expand("<!-- md:findings -->\n", on)
+
+
+def test_a_value_as_another_release_recorded_it(tree):
+    write_record(tree, "cpu", results={"guards": 19})
+    write_record(tree, "cpu", release="2.11.0", results={"guards": 11})
+    assert ">11</span>" in expand(tree, f"<!-- md:value {SNIPPET} guards device=cpu release=2.11.0 -->\n")
+    assert ">19</span>" in expand(tree, f"<!-- md:value {SNIPPET} guards device=cpu -->\n")
+    missing = failure(tree, f"<!-- md:value {SNIPPET} guards device=cpu release=2.13.0 -->\n")
+    assert "torch 2.13.0 has no fresh CPU record" in missing
