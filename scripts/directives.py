@@ -65,7 +65,7 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from scripts import changelog, diagrams, findings, plots, records, releases
+from scripts import atlas, changelog, diagrams, findings, plots, records, releases
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
@@ -100,6 +100,7 @@ SPECS = {
     "findings": Spec("block", ()),
     "coverage": Spec("block", ()),
     "explorer": Spec("block", ("SNIPPET", "KERNEL")),
+    "atlas": Spec("block", ("SNIPPET",), ("kind", "device", "part")),
     "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no", "release")),
     "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device", "what", "size", "why")),
     "hardware": Spec("inline", ("SNIPPET",), ("device",)),
@@ -987,7 +988,7 @@ def render_coverage(d: Directive, page: Page) -> str:
 
 RENDER = {"output": render_output, "figure": render_figure, "records": render_records, "changes": render_changes,
           "findings": render_findings, "coverage": render_coverage, "explorer": render_explorer,
-          "value": render_value, "compare": render_compare, "hardware": render_hardware}
+          "value": render_value, "compare": render_compare, "hardware": render_hardware, "atlas": atlas.render}
 
 
 # --------------------------------------------------------------------------------------------- expanding

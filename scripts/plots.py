@@ -14,6 +14,10 @@ nothing drawn is committed. Kinds and their options (keys are dotted places in t
                "measured"}]}: the memory and compute roofs of published specifications, each point on them
 
 Same record and options in, same bytes out: SVGs carry no date and a fixed id salt.
+
+Each chart is drawn twice: for the 748 px column of a wide screen, and (option layout=narrow, which the
+pages add themselves) at most NARROW_PT wide for a phone's column, where it is shown at about 360 px
+without scrolling sideways and its 10-point text stays at least 10 px.
 """
 
 from __future__ import annotations
@@ -47,6 +51,17 @@ OPTIONS = {
 }
 
 
+WIDE_IN = 8.0  # inches: 576 points, shown in the 748 px column
+NARROW_PT = 330  # points: the phone's drawing, shown about 358 px wide, so 10-point text is over 10 px
+LAYOUTS = ("wide", "narrow")
+_layout = {"narrow": False}
+
+
+def width(wide: float = WIDE_IN) -> float:
+    """A chart's width in inches for the layout being drawn: `wide` for the page's column, or a phone's."""
+    return min(wide, NARROW_PT / 72) if _layout["narrow"] else wide
+
+
 class FigureError(Exception):
     """A figure that cannot be drawn from its record; the message says why."""
 
@@ -62,12 +77,93 @@ def render(record: Record, name: str, options: dict[str, str], palette: str) -> 
     if kind not in KINDS:
         raise FigureError(f"kind={kind} is not one of {', '.join(KINDS)}")
     colors = PALETTES[palette]
-    with plt.rc_context(style(colors)):
-        fig, alt = DRAW[kind](record, options, colors)
-        out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-        plt.close(fig)
+    layout = options.get("layout", "wide")
+    if layout not in LAYOUTS:
+        raise FigureError(f"layout={layout} is not one of {', '.join(LAYOUTS)}")
+    _layout["narrow"] = layout == "narrow"
+    try:
+        with plt.rc_context(style(colors)):
+            fig, alt = DRAW[kind](record, options, colors)
+            if _layout["narrow"]:
+                fit(fig, NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
+            fit_bar_labels(fig)
+            out = io.StringIO()
+            fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+            plt.close(fig)
+    finally:
+        _layout["narrow"] = False
     return out.getvalue(), alt
+
+
+def fit(fig, inches: float) -> None:
+    """Narrow the figure until its drawing, labels included (what bbox_inches="tight" keeps), is at most
+    `inches` wide; the text keeps its size, the axes give up the room."""
+    import textwrap
+
+    for legend in filter(None, (ax.get_legend() for ax in fig.axes)):
+        for text in legend.get_texts():  # a long entry would keep the legend wider than a phone
+            text.set_text(textwrap.fill(text.get_text(), 30))
+    for _ in range(4):
+        drawn = fig.get_tightbbox(fig._get_renderer()).width  # matplotlib >= 3.6
+        if drawn <= inches:
+            return
+        wide, high = fig.get_size_inches()
+        fig.set_size_inches(max(wide - (drawn - inches) - 0.02, 1.0), high)
+
+
+def bar_label(ax, start: float, end: float, row: float, text: str, **style) -> None:
+    """A label centred in a bar from `start` to `end` (data units); fit_bar_labels() shortens it, or drops it,
+    where the drawn bar is too short to hold it, so it never runs over a neighbour or the axis."""
+    label = ax.text((start + end) / 2, row, text, ha="center", va="center", **style)
+    label.mlc_bar = (start, end)
+
+
+def fit_bar_labels(fig) -> None:
+    renderer = fig._get_renderer()  # matplotlib >= 3.6
+    for ax in fig.axes:
+        for label in ax.texts:
+            if not hasattr(label, "mlc_bar"):
+                continue
+            start, end = label.mlc_bar
+            room = abs(ax.transData.transform((end, 0))[0] - ax.transData.transform((start, 0))[0]) - 6
+            text = label.get_text()
+            while label.get_window_extent(renderer).width > room and len(text) > 3:
+                text = text[:-1]
+                label.set_text(text.rstrip() + "…")
+            if label.get_window_extent(renderer).width > room:
+                label.set_visible(False)
+
+
+def ratio_ticks(ax) -> None:
+    """A log axis of ratios labelled 0.2×, 0.5×, 1×, 2×, …: enough ticks to read a value off, all plain."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    low, high = ax.get_ylim()
+    for steps in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [m * 10.0 ** e for e in range(-4, 5) for m in steps if low <= m * 10.0 ** e <= high]
+        if len(ticks) >= 4:
+            break
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{readable(v)}×"))
+
+
+def power_of_two_ticks(ax) -> None:
+    """A base-2 log x axis with few enough labels to stay apart: plain numbers (64, 128, 1,024) up to 10,000,
+    powers written 2¹⁵, 2¹⁸ beyond, as plain text (mathtext's superscripts come out too small)."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    low, high = ax.get_xlim()
+    powers = [k for k in range(0, 63) if low <= 2 ** k <= high]
+    step = max(1, math.ceil(len(powers) / (5 if _layout["narrow"] else 8)))
+    big = high > 10_000
+    superscript = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    ax.xaxis.set_major_locator(FixedLocator([2 ** k for k in powers[::step]]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: "2" + str(round(math.log2(v))).translate(superscript) if big else f"{v:,.0f}"))
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -158,7 +254,7 @@ def draw_bars(record: Record, options: dict, colors: dict):
         raise FigureError(f"keys={options['keys']}: each must be a timing dict or a number")
     line = value(record, options["line"]) if options.get("line") else None
 
-    fig, ax = plt.subplots(figsize=(8, 0.55 * len(items) + 1.3))
+    fig, ax = plt.subplots(figsize=(width(), 0.55 * len(items) + 1.3))
     positions = list(range(len(items)))[::-1]
     errors = [[v - low for v, low in zip(values, lo)], [h - v for v, h in zip(values, hi)]] if timings else None
     ax.barh(positions, values, xerr=errors, color=[colors["series"][i % 4] for i in range(len(items))],
@@ -194,14 +290,15 @@ def draw_speedup(record: Record, options: dict, colors: dict):
         raise FigureError("x, base and other must be lists of the same length, base and other of timing dicts")
     # The ratio and its band as the pages' words give them (per-process ratios where there are several).
     ratio, low, high = (list(v) for v in zip(*(records.timing_band(b, o) for b, o in zip(base, other))))
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(width(), 4.2))
     ax.axhline(1, color=colors["fg"], linestyle="--", linewidth=1)
     ax.text(x[0], 1, " 1× (same speed)", va="bottom", fontsize=10, color=colors["fg"])
     ax.fill_between(x, low, high, color=colors["series"][0], alpha=0.25, linewidth=0)
     ax.plot(x, ratio, marker="o", markersize=4, color=colors["series"][0])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    plain_log_ticks(ax, x=False)
+    ratio_ticks(ax)
+    power_of_two_ticks(ax)
     ax.set_xlabel(options.get("xlabel", options.get("x", "x")))
     ax.set_ylabel(options.get("ylabel", "speedup (× faster than eager)"))
     ax.grid(which="major")
@@ -218,12 +315,13 @@ def draw_lines(record: Record, options: dict, colors: dict):
     x = value(record, keys(options, "x")[0])
     wanted = keys(options, "series")
     names = labels(options, wanted)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(width(), 4.2))
     for i, (key, label) in enumerate(zip(wanted, names)):
         ys = value(record, key)
         ys = [y["median_us"] if is_timing(y) else y for y in ys]
         ax.plot(x, ys, marker="o", markersize=4, color=colors["series"][i % 4], label=label)
     ax.set_xscale("log", base=2)
+    power_of_two_ticks(ax)
     if options.get("logy"):
         ax.set_yscale("log")
         plain_log_ticks(ax, x=False)
@@ -245,7 +343,7 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     xs = [min(intensities) / 4, max(intensities) * 4]
     xs = [xs[0], ridge, xs[1]]
     roof = [min(peak, x * bandwidth / 1e3) for x in xs]
-    fig, ax = plt.subplots(figsize=(8, 4.6))
+    fig, ax = plt.subplots(figsize=(width(), 4.6))
     ax.plot(xs, roof, color=colors["fg"], linewidth=1.5)
     # The memory roof's label sits above the slope, clear of the points under it.
     at = (xs[0] * ridge) ** 0.5
@@ -294,7 +392,7 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("TFLOP/s")
     ax.grid(which="major")
-    ax.legend(handles=handles, frameon=False, fontsize=9, loc="lower right")
+    ax.legend(handles=handles, frameon=False, fontsize=10, loc="lower right")
     ax.set_title(model.get("label", ""), loc="left", fontsize=11)
     alt = (f"Roofline of {model.get('label', 'a device')}: memory roof {readable(bandwidth)} GB/s, compute roof "
            f"{readable(peak)} TFLOP/s, ridge at {readable(ridge)} FLOP per byte; points: "
@@ -345,7 +443,7 @@ def draw_timeline(record: Record, options: dict, colors: dict):
     rows = [(title, side, bars) for title, cpu, gpu, _ in lanes for side, bars in (("CPU", cpu), ("GPU", gpu))
             if bars or side == "CPU"]
     unit, factor = ("ms", 1e-3) if span >= 1e4 else ("µs", 1.0)
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(width(), 0.6 * len(rows) + 1.2))
     names = []
     for row, (title, side, bars) in enumerate(reversed(rows)):
         lane = 0 if side == "CPU" else 1
@@ -355,8 +453,8 @@ def draw_timeline(record: Record, options: dict, colors: dict):
             ax.broken_barh([(start * factor, max(length, span / 2000) * factor)], (row - 0.35, 0.7),
                            color=color, edgecolor=colors["bg"], linewidth=1.5)
             if length > span / 12:
-                ax.text((start + length / 2) * factor, row, label, ha="center", va="center", fontsize=10,
-                        color="#ffffff" if colors is PALETTES["light"] else "#10121a")
+                bar_label(ax, start * factor, (start + length) * factor, row, label, fontsize=10,
+                          color="#ffffff" if colors is PALETTES["light"] else "#10121a")
         names.append(f"{title}: {side}")
     ax.set_yticks(range(len(rows)), names)
     ax.set_xlim(0, span * 1.02 * factor)
@@ -380,7 +478,7 @@ def draw_breakeven(record: Record, options: dict, colors: dict):
     even = compile_s / (e - c) if e > c else None
     last = int(options.get("calls") or max(10, 3 * (even or 3)))
     n = list(range(0, last + 1))
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(width(), 4.2))
     ax.plot(n, [k * e for k in n], color=colors["series"][0], label="eager: calls × its median")
     ax.plot(n, [compile_s + k * c for k in n], color=colors["series"][1],
             label="compiled: compile time, then calls × its median")
@@ -409,7 +507,7 @@ def draw_strip(record: Record, options: dict, colors: dict):
     items = value(record, keys(options, "key")[0])
     if not (isinstance(items, list) and items and all(isinstance(i, int) for i in items)):
         raise FigureError("key must name a list of integers")
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.62 * len(items)), 1.6))
+    fig, ax = plt.subplots(figsize=(width(max(4.0, 0.62 * len(items))), 1.6))
     for i, item in enumerate(items):
         color = colors["series"][item % 4] if item >= 0 else colors["grid"]
         ax.add_patch(Rectangle((i, 0), 0.94, 1, color=color, alpha=0.85))
@@ -444,7 +542,7 @@ def draw_grid(record: Record, options: dict, colors: dict):
                 found.append((x, row[column] > before))
                 before = row[column]
         cells.append(found)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.45 * len(columns), 0.7 + 0.62 * len(rows)))
+    fig, ax = plt.subplots(figsize=(width(1.6 + 1.45 * len(columns)), 0.7 + 0.62 * len(rows)))
     for r, (found, name) in enumerate(zip(cells, names)):
         y = len(rows) - 1 - r
         ax.text(-0.1, y + 0.45, name, ha="right", va="center", fontsize=11, color=colors["fg"])
@@ -477,9 +575,12 @@ def draw_tiles(record: Record, options: dict, colors: dict):
                for g in grids):
         raise FigureError(f"keys={options['keys']}: each must be a grid, a list of equal rows of program ids")
     wave = value(record, options["wave"]) if options.get("wave") else 0
-    fig, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 4.6), squeeze=False)
+    # Side by side on a wide page; one above the other on a phone.
+    shape, size = ((len(grids), 1), (width(4.2), 4.6 * len(grids))) if _layout["narrow"] else \
+        ((1, len(grids)), (4.2 * len(grids), 4.6))
+    fig, axes = plt.subplots(*shape, figsize=size, squeeze=False)
     accent, base, background = (to_rgb(c) for c in (colors["series"][1], colors["series"][0], colors["bg"]))
-    for ax, grid, name in zip(axes[0], grids, names):
+    for ax, grid, name in zip(axes.flat, grids, names):
         last = max(max(row) for row in grid) or 1
         cells = [[accent if pid < wave else tuple(b + (f - b) * (0.25 + 0.65 * pid / last)
                                                    for b, f in zip(base, background))

@@ -210,3 +210,55 @@ def test_a_tile_grid_says_in_words_where_the_first_wave_falls(record):
     _, alt = plots.draw_tiles(record, KINDS["tiles"][1], plots.PALETTES["light"])
     assert "row-major: the first wave spans 1 rows and 2 columns" in alt
     assert "grouped: the first wave spans 2 rows and 1 columns" in alt
+
+
+def viewbox_width(svg: str) -> float:
+    return float(re.search(r'viewBox="0 0 ([\d.]+) [\d.]+"', svg).group(1))
+
+
+def smallest_text(svg: str) -> float:
+    return min(float(x) for x in re.findall(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([\d.]+)px", svg))
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_narrow_drawing_fits_a_phone_with_readable_text(record, kind):
+    """layout=narrow is what a phone shows, about 358 px wide, so no chart scrolls sideways: at most
+    NARROW_PT wide, and its smallest text still at least 10 px at that size."""
+    name, options = KINDS[kind]
+    svg, _ = plots.render(record, name, {**options, "layout": "narrow"}, "light")
+    width = viewbox_width(svg)
+    assert width <= plots.NARROW_PT + 1, f"{kind}: {width:.0f} points wide"
+    assert smallest_text(svg) * 358 / width >= 10, f"{kind}: text under 10 px on a phone"
+    wide, _ = plots.render(record, name, dict(options), "light")
+    if viewbox_width(wide) > plots.NARROW_PT + 1:
+        assert viewbox_width(wide) > width, "the wide drawing is another one"
+
+
+def test_a_bad_layout_is_refused(record):
+    with pytest.raises(plots.FigureError, match="layout=tiny"):
+        plots.render(record, "timeline", {"layout": "tiny"}, "light")
+
+
+def test_the_speedup_axis_is_labelled_in_plain_ratios(record):
+    name, options = KINDS["speedup"]
+    svg, _ = plots.render(record, name, dict(options), "light")
+    ticks = re.findall(r">([\d.,]+×)<", svg)
+    assert len(ticks) >= 4 and "1×" in ticks, ticks
+    assert "mathdefault" not in svg and "2^{" not in svg, "sizes as plain numbers, not powers of two"
+    assert ">1,024<" in svg
+
+
+def test_a_bar_label_longer_than_its_bar_is_shortened_never_spilled(tmp_path):
+    """A compiled region's name sits inside its bar only as far as it fits: it never runs over the axis."""
+    folder = tmp_path / "outputs" / "cpu" / "demo" / "plot"
+    (folder / "files").mkdir(parents=True)
+    (folder / "files" / "results.json").write_text("{}")
+    long = "Torch-Compiled Region: 0/0"
+    region = trace([{"cat": "cpu_op", "name": long, "ts": 0, "dur": 120},
+                    {"cat": "cpu_op", "name": "aten::add", "ts": 130, "dur": 1000}])
+    (folder / "files" / "traces.compiled.trace.json").write_text(json.dumps(region))
+    record = records.Record("demo/plot.py", "cpu", folder, tmp_path / "snippets")
+    for layout in plots.LAYOUTS:
+        svg, _ = plots.render(record, "timeline", {"layout": layout}, "dark")
+        assert long not in svg, f"{layout}: the whole name is drawn though its bar is short"
+        assert "add" in svg
