@@ -13,9 +13,10 @@ A notebook is its chapter. Every page under docs/ that includes snippet sections
 - where a snippet imports triton, a visible cell that chooses Triton's interpreter when torch sees no GPU,
   as the snippets do before they import it;
 - its prose as Markdown cells, a new cell at each heading. Admonitions become a bold title over the quoted
-  body, quiz questions a collapsed <details>, and of each set of content tabs only the first tab is kept
-  (the PyTorch one, where a JAX tab sits beside it). The `md:` directives are rendered for the notebook
-  by scripts/directives.py, the module that renders them for the page, so a notebook reads as its page;
+  body, quiz questions a collapsed <details>, and of each set of content tabs the first tab is kept in place
+  (the PyTorch one); the JAX tabs go, in order, to a section of their own at the end. The `md:` directives
+  are rendered for the notebook by scripts/directives.py, the module that renders them for the page, so a
+  notebook reads as its page;
 - each included section as a code cell with what it printed in the snippet's record (CUDA where recorded,
   else CPU) as its output, and before it, collapsed (`jupyter.source_hidden`, tag `hide-input`), the lines
   of the snippet between the previous shown section and this one: the code the page does not show, in file
@@ -72,6 +73,8 @@ ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<
                         r"""(?P<classes>(?:[ \t]+[\w-]+)*)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
 TAB = re.compile(r"""^(?P<indent>[ \t]*)===(?P<new>!)?[+]?[ \t]+"(?P<title>[^"]*)"[ \t]*$""")
 HEADING = re.compile(r"^#{1,6}[ \t]+\S")
+JAX_SECTION = ("## The same in JAX\n\nOn the site these cells sit in JAX tabs beside the PyTorch code above; "
+               "here they run after it, in the order the chapter shows them.")
 CODE_SPAN = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)")
 LINK = re.compile(r"(!?\[(?:[^\[\]]|\[[^\[\]]*\])*\])\((?P<target>[^()\s]+)(?P<rest>(?:\s+\"[^\"]*\")?)\)")
 ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*[.#][^}\n]*\}")
@@ -297,10 +300,11 @@ def block_end(lines: list[str], start: int, indent: str) -> int:
     return last + 1
 
 
-def plain_blocks(lines: list[str]) -> list[str]:
+def plain_blocks(lines: list[str], aside: list[list[str]] | None = None) -> list[str]:
     """Admonitions become a bold title over the quoted body, collapsed ones (quiz questions) an HTML
-    <details> with the title as its summary; of a set of content tabs, the first tab's body stays. Fenced code
-    stays as it is (dedented with its block)."""
+    <details> with the title as its summary; of a set of content tabs, the first tab's body stays, and a later
+    "JAX" tab's body goes to `aside` (the notebook's JAX section at its end). Fenced code stays as it is
+    (dedented with its block)."""
     mask = fence_mask(lines)
     out: list[str] = []
     index = 0
@@ -320,13 +324,15 @@ def plain_blocks(lines: list[str]) -> list[str]:
         indent = match.group("indent")
         end = block_end(lines, index, indent)
         body = textwrap.dedent("\n".join(lines[index + 1:end]).expandtabs(4)).splitlines()
-        body = plain_blocks(body)
+        body = plain_blocks(body, aside)
         while body and not body[0].strip():
             body.pop(0)
         if tab:
             first = in_set != indent or tab.group("new")
             in_set = indent
             block = body if first else []
+            if not first and tab.group("title") == "JAX" and aside is not None:
+                aside.append(body)
         else:
             in_set = None
             title = admonition.group("title")
@@ -352,20 +358,22 @@ def plain_blocks(lines: list[str]) -> list[str]:
 
 
 @cache
-def site_config() -> tuple[bool, str, str]:
-    """(use_directory_urls, site_dir, site_name) as mkdocs.yml sets them."""
+def site_config() -> tuple[bool, str, str, str]:
+    """(use_directory_urls, site_dir, site_name, site_url) as mkdocs.yml sets them (site_url from SITE_URL
+    where the environment sets it, as the publishing workflow does)."""
     from mkdocs.utils import yaml_load
 
     with open(ROOT / "mkdocs.yml") as handle:
         config = yaml_load(handle) or {}
-    return config.get("use_directory_urls", True), str(ROOT / config.get("site_dir", "site")), config["site_name"]
+    return (config.get("use_directory_urls", True), str(ROOT / config.get("site_dir", "site")), config["site_name"],
+            config.get("site_url") or "http://127.0.0.1:8000/")
 
 
 def page_url(src: str) -> str:
     """The URL (relative to the site root) mkdocs gives docs/<src>; a notebook's as mkdocs-jupyter does."""
     from mkdocs.structure.files import File
 
-    use_directory_urls, site_dir, _ = site_config()
+    use_directory_urls, site_dir, *_ = site_config()
     file = File(src, str(DOCS), site_dir, use_directory_urls)
     if src.endswith(".ipynb"):
         from mkdocs_jupyter.plugin import NotebookFile
@@ -375,9 +383,8 @@ def page_url(src: str) -> str:
 
 
 def site_link(target: str, page: str, notebook: str) -> str:
-    """A link written in docs/<page>, made to work from the notebook's page in the built site."""
-    from mkdocs.utils import get_relative_url
-
+    """A link written in docs/<page>, made absolute on the published site, so it works from the notebook's page
+    in the site and from a downloaded copy (Colab, VS Code) alike."""
     if re.match(r"^[a-z][a-z0-9+.-]*:|^/", target):
         return target
     path, hash_, anchor = target.partition("#")
@@ -392,7 +399,7 @@ def site_link(target: str, page: str, notebook: str) -> str:
             parts.append(part)
     src = "/".join(parts)
     url = page_url(src) if src.endswith(".md") else src
-    return get_relative_url(url or ".", page_url(notebook)) + hash_ + anchor
+    return site_config()[3].rstrip("/") + "/" + url.lstrip("/") + hash_ + anchor
 
 
 def outside_code(text: str, change) -> str:
@@ -456,7 +463,10 @@ class Builder:
             text = directives.conditionals(text, self.state)  # the branches of md:recorded the site shows
         except directives.DirectiveError as error:
             raise NotebookError(str(error)) from None
-        lines = plain_blocks(text.splitlines())
+        aside: list[list[str]] = []
+        lines = plain_blocks(text.splitlines(), aside)
+        if aside:  # the page's JAX tabs, which sit beside the PyTorch code on the site, run after it here
+            lines += ["", JAX_SECTION, ""] + [line for body in aside for line in [*body, ""]]
         title = meta.get("title") or next((line[2:].strip() for line in lines if line.startswith("# ")),
                                           self.page.stem)
         used = page_includes("\n".join(lines))

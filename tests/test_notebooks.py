@@ -4,7 +4,6 @@ in file order, free of plumbing, linked to their chapters, and each one run top 
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import subprocess
 import sys
@@ -116,7 +115,7 @@ def test_no_notebook_uses_a_name_that_its_cells_never_define(built, tmp_path):
 
 @pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
 def test_the_first_cell_is_the_title_with_a_link_back_to_the_chapter(built, name):
-    """The link, resolved from where mkdocs-jupyter puts the notebook's page, lands on the chapter's page."""
+    """The link, absolute on the published site, lands on the chapter's page."""
     notebook = built[name]
     first = notebook.cells[0]
     page = notebook.metadata["mlc"]["page"]
@@ -125,10 +124,8 @@ def test_the_first_cell_is_the_title_with_a_link_back_to_the_chapter(built, name
     assert title.startswith("# ") and title[2:] in (notebooks.DOCS / page).read_text()
     links = re.findall(r"\]\(([^)\s]+)\)", first.source)
     assert links, f"{name}: the first cell links nowhere"
-    notebook_page = notebooks.page_url(name)
-    landed = posixpath.normpath(posixpath.join(notebook_page, links[0]))
-    assert landed.strip("/") == notebooks.page_url(page).strip("/"), (
-        f"{name}: {links[0]} from {notebook_page} lands on {landed}, not on the page of {page}")
+    published = notebooks.site_config()[3].rstrip("/") + "/"
+    assert links[0] == published + notebooks.page_url(page), f"{name}: {links[0]} is not the page of {page}"
     assert "recorded" in first.source and notebooks.site_name() in first.source
 
 
@@ -141,12 +138,32 @@ def test_a_triton_chapter_chooses_the_interpreter_in_a_cell_the_reader_sees(buil
     assert first_code is setup[0], "the interpreter must be chosen before any snippet imports triton"
 
 
-def test_a_chapter_notebook_follows_the_first_tab_and_folds_quiz_answers(built):
+def test_a_chapter_notebook_follows_the_first_tab_then_runs_its_jax_tabs_and_folds_quiz_answers(built):
     notebook = built["notebooks/eager-mode.ipynb"]
-    snippets = notebook.metadata["mlc"]["snippets"]
-    assert snippets and not [s for s in snippets if s.startswith("jax/")], f"a JAX tab was followed: {snippets}"
+    sources = [c.metadata.get("mlc", {}).get("snippet", "") for c in notebook.cells if c.cell_type == "code"]
+    first_jax = next(i for i, s in enumerate(sources) if s.startswith("jax/"))
+    assert not [s for s in sources[first_jax:] if s and not s.startswith("jax/")], "PyTorch code after the JAX"
+    heading = next(i for i, c in enumerate(notebook.cells) if c.source.startswith("## The same in JAX"))
+    assert notebook.cells[heading + 1:] and all(
+        not c.metadata.get("mlc", {}).get("snippet", "jax/").startswith(("eager_mode/", "optimizations/"))
+        for c in notebook.cells[heading + 1:])
     prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     assert "<details>" in prose and "??? question" not in prose and '=== "' not in prose
+
+
+def test_a_notebook_opened_anywhere_has_no_relative_link(built):
+    """Downloaded, a notebook has no site around it: every link is absolute (the published site), an anchor
+    in the notebook itself, or an attachment."""
+    relative = []
+    for name, notebook in built.items():
+        for cell in notebook.cells:
+            if cell.cell_type != "markdown":
+                continue
+            prose = re.sub(r"```.*?```|`[^`\n]*`", "", cell.source, flags=re.DOTALL)  # code is not a link
+            for target in re.findall(r"\]\(([^()\s]+)", prose) + re.findall(r'href="([^"]+)"', prose):
+                if not re.match(r"^(https?:|mailto:|#|attachment:)", target):
+                    relative.append(f"{name}: {target}")
+    assert not relative, relative[:10]
 
 
 def test_the_eager_notebook_carries_its_recorded_outputs(built):
@@ -177,8 +194,9 @@ def test_in_the_built_site_each_notebook_is_a_page_a_download_and_links_to_its_c
         parser.feed(built_page.read_text())
         chapter_url = notebooks.page_url(chapter_src.relative_to(notebooks.DOCS).as_posix())
         chapter = (site / chapter_url / "index.html").resolve()
-        targets = {(built_page.parent / href.split("#")[0] / "index.html").resolve()
-                   for href in parser.hrefs if not re.match(r"^[a-z]+:|^#", href) and href.endswith("/")}
+        published = notebooks.site_config()[3].rstrip("/") + "/"
+        targets = {(site / href.removeprefix(published).split("#")[0] / "index.html").resolve()
+                   for href in parser.hrefs if href.startswith(published) and href.split("#")[0].endswith("/")}
         assert chapter in targets, f"{url} has no link to {chapter_url}"
 
 
