@@ -934,18 +934,22 @@ def render_findings(d: Directive, page: Page) -> str:
     table = "\n".join(rows)
     modelled = [f for f in found if f.model]
     if modelled:
-        gpus = modelled[0].model.names
-        model_rows = ["| Workload | Kernels | " + " | ".join(gpus.values()) + " |",
-                      "|---|---|" + "---|" * len(gpus)]
+        names = modelled[0].model.names
+        first = next(iter(names))
+        model_rows = [f"| Workload | Kernels | µs on {names[first]} | " + " | ".join(names.values()) + " |",
+                      "|---|---|---|" + "---|" * len(names)]
         for f in modelled:
-            model_rows.append(f"| [{f.what}]({page.md_link(f.page)}) | {f.model.kernels[0]} → {f.model.kernels[1]} | "
-                              + " | ".join(f"{f.model.ratio(g):.2f}" for g in gpus) + " |")
-        unmodelled = len(found) - len(modelled)
-        table += ("\n\n**GPU model, not measured.** The gain each row's second side would have over its first if "
-                  "every kernel of both ran at its roof: bytes and FLOPs of each kernel counted from the CUDA code "
-                  "Inductor writes for the same function at the same sizes, and from eager's ATen ops, at each GPU's "
-                  f"datasheet bandwidth and peak rate (snippets/{findings.MODEL}). "
-                  + (f"{unmodelled} rows have no model. " if unmodelled else "") + "\n\n" + "\n".join(model_rows))
+            a_us, b_us = f.model.us[first]
+            kernels = f"{f.model.kernels[0]} → {f.model.kernels[1]}"
+            model_rows.append(f"| [{f.what}]({page.md_link(f.page)}) | {kernels} | {a_us:.3g} → {b_us:.3g} | "
+                              + " | ".join(f"{f.model.ratio(g):.2f}" for g in names) + " |")
+        missing = len(found) - len(modelled)
+        table += ("\n\n**GPU model, not measured.** For each row, the kernels each side would run on an NVIDIA GPU "
+                  "and the gain of the second side over the first if every kernel of both ran at its roof: the "
+                  "same function at the same sizes and dtype as the row's record, its bytes and FLOPs per kernel "
+                  "from the CUDA code Inductor writes for it and from eager's ATen ops, each kernel's time the "
+                  "longer of moving its bytes at the GPU's memory bandwidth and doing its FLOPs at its peak rate. "
+                  + (f"{missing} rows have no model. " if missing else "") + "\n\n" + "\n".join(model_rows))
     if page.target == NOTEBOOK:
         key = "findings.svg"
         page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}

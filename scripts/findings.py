@@ -6,6 +6,11 @@ that directive (`what=`, `why=`, and `size=KEY` for a size the record holds). It
 the verdict by the site's one rule, the median ratio of the per-process medians and its range over the
 fresh processes, and whether every other torch release's record points the same way.
 
+Each row also gets a GPU model (`model_of`), from the record of snippets/gpu_code/findings_model.py: both sides'
+kernels, counted from Inductor's CUDA code and eager's ATen ops, each at its roof on an H100, H200 and B200 from
+datasheet figures. A row gets a model only where the model's workload is the one the row's record timed (the same
+`work` label: function and input sizes).
+
 Needs no mkdocs: the directives module renders it on a page (`md:findings`), with a chart drawn here.
 """
 
@@ -34,12 +39,53 @@ class Finding:
     high: float
     processes: int
     releases: list[tuple[str, str]]  # (release, words) for each release with a fresh record, main first
+    model: Modelled | None = None
 
     @property
     def steady(self) -> bool:
         """More than one release recorded it, and every one's record points the same way (faster, slower, or
         about the same)."""
         return len(self.releases) > 1 and len({records.direction(words) for _, words in self.releases}) == 1
+
+
+MODEL = "gpu_code/findings_model.py"
+
+
+@dataclass
+class Modelled:
+    """One row's GPU model: each side's kernels and its time at the roof, per GPU."""
+    kernels: tuple[int, int]  # (A, B)
+    nbytes: tuple[int, int]
+    us: dict[str, tuple[float, float]]  # gpu key -> (A, B) microseconds at the roof
+    names: dict[str, str]  # gpu key -> its name
+
+    def ratio(self, gpu: str) -> float:
+        """A's time over B's: above 1, B is faster if every kernel runs at its roof."""
+        a, b = self.us[gpu]
+        return a / b if b else float("nan")
+
+
+def model_of(finding: Finding, outputs: Path = records.OUTPUTS,
+             snippets: Path = records.SNIPPETS) -> Modelled | None:
+    """The row's model, or None where the model record is missing or models another workload than the row's."""
+    record = records.record(MODEL, "cpu", outputs, snippets)
+    if not record.exists:
+        return None
+    sides = record.results.get("timed", {}).get(finding.snippet, {})
+    timed = records.record(finding.snippet, "cpu", outputs, snippets)
+    found = []
+    for key in (finding.key_a, finding.key_b):
+        try:
+            work = timed.value(key).get("work")
+        except KeyError:
+            return None
+        if key not in sides or sides[key]["work"] != work:
+            return None
+        found.append(sides[key])
+    a, b = found
+    gpus = record.results["gpus"]
+    return Modelled((len(a["kernels"]), len(b["kernels"])), (a["bytes"], b["bytes"]),
+                    {g: (a[f"{g}_us"], b[f"{g}_us"]) for g in gpus}, {g: spec["name"] for g, spec in gpus.items()})
 
 
 def shown_size(value) -> str:
@@ -81,8 +127,10 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
                 verdicts.append((record.release, records.judge(x, y)))
         size = (f"{options['size'].split('.')[-1]} = {shown_size(shown.value(options['size']))}"
                 if options.get("size") else "")
-        found.append(Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), size,
-                             records.judge(a, b), ratio, low, high, len(records.ratios(a, b)), verdicts))
+        finding = Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), size,
+                          records.judge(a, b), ratio, low, high, len(records.ratios(a, b)), verdicts)
+        finding.model = model_of(finding, outputs, snippets)
+        found.append(finding)
     return found
 
 
