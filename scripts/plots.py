@@ -525,8 +525,6 @@ def draw_strip(record: Record, options: dict, colors: dict):
 def draw_grid(record: Record, options: dict, colors: dict):
     """Rows of settings against the calls made under each: a cell says whether that call compiled a new
     graph or reused one, from each row's graph count after every call (`ROW.after`, a dict in call order)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
     rows = keys(options, "rows")
     names = labels(options, rows)
@@ -542,24 +540,74 @@ def draw_grid(record: Record, options: dict, colors: dict):
                 found.append((x, row[column] > before))
                 before = row[column]
         cells.append(found)
-    fig, ax = plt.subplots(figsize=(width(1.6 + 1.45 * len(columns)), 0.7 + 0.62 * len(rows)))
+    if _layout["narrow"]:
+        fig, ax = grid_down(cells, names, columns, options, colors)
+    else:
+        fig, ax = grid_across(cells, names, columns, options, colors)
+    ax.axis("off")
+    alt = "; ".join(f"{name}: " + ", ".join(f"{columns[x]} {'compiled' if new else 'reused'}" for x, new in found)
+                    for name, found in zip(names, cells))
+    return fig, "Compiled or reused, per call. " + alt + "."
+
+
+def grid_cell(ax, x: float, y: float, new: bool, colors: dict) -> None:
+    from matplotlib.patches import Rectangle
+
+    ax.add_patch(Rectangle((x, y), 0.95, 0.9, color=colors["series"][1] if new else colors["grid"]))
+    ax.text(x + 0.47, y + 0.45, "compiled" if new else "reused", ha="center", va="center", fontsize=10,
+            color=colors["bg"] if new else colors["fg"])
+
+
+def wrapped(text: str, width: int) -> str:
+    """Lines of at most `width` characters where the text allows, broken after a space, '=' or '_':
+    'dynamic=False' -> 'dynamic=' / 'False', 'mark_dynamic' -> 'mark_' / 'dynamic'."""
+    import re
+
+    lines = [""]
+    for piece in re.split(r"(?<=[=_ ])", text):
+        if lines[-1] and len(lines[-1] + piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(line.strip() for line in lines)
+
+
+def grid_down(cells, names, columns, options, colors):
+    """A phone's grid: one column per setting, one row per call, so the cells stay wide enough for a word."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width(), 1.2 + 0.45 * len(columns)))
+    for c, (found, name) in enumerate(zip(cells, names)):
+        ax.text(c + 0.47, len(columns) + 0.05, wrapped(name, 10), ha="center", va="bottom", fontsize=10,
+                color=colors["fg"])
+        for x, new in found:
+            grid_cell(ax, c, len(columns) - 1 - x, new, colors)
+    for x, column in enumerate(columns):
+        ax.text(-0.1, len(columns) - 1 - x + 0.45, column, ha="right", va="center", fontsize=10, color=colors["fg"])
+    ax.text(-1.3, len(columns) / 2, options.get("xlabel", "calls, in order"), ha="center", va="center",
+            rotation=90, fontsize=10, color=colors["fg"])
+    ax.set_xlim(-0.1, len(cells))
+    ax.set_ylim(-0.1, len(columns) + 1.1)
+    return fig, ax
+
+
+def grid_across(cells, names, columns, options, colors):
+    import matplotlib.pyplot as plt
+
+    rows = names
+    fig, ax = plt.subplots(figsize=(1.6 + 1.45 * len(columns), 0.7 + 0.62 * len(rows)))
     for r, (found, name) in enumerate(zip(cells, names)):
         y = len(rows) - 1 - r
         ax.text(-0.1, y + 0.45, name, ha="right", va="center", fontsize=11, color=colors["fg"])
         for x, new in found:
-            ax.add_patch(Rectangle((x, y), 0.95, 0.9, color=colors["series"][1] if new else colors["grid"]))
-            ax.text(x + 0.47, y + 0.45, "compiled" if new else "reused", ha="center", va="center", fontsize=10,
-                    color=colors["bg"] if new else colors["fg"])
+            grid_cell(ax, x, y, new, colors)
     for x, column in enumerate(columns):
         ax.text(x + 0.47, len(rows) + 0.1, column, ha="center", va="bottom", fontsize=10, color=colors["fg"])
     ax.text(len(columns) / 2, len(rows) + 0.65, options.get("xlabel", "calls, in order"), ha="center",
             va="bottom", fontsize=11, color=colors["fg"])
     ax.set_xlim(-0.1, len(columns))
     ax.set_ylim(-0.1, len(rows) + 1.1)
-    ax.axis("off")
-    alt = "; ".join(f"{name}: " + ", ".join(f"{columns[x]} {'compiled' if new else 'reused'}" for x, new in found)
-                    for name, found in zip(names, cells))
-    return fig, "Compiled or reused, per call. " + alt + "."
+    return fig, ax
+
 
 def draw_tiles(record: Record, options: dict, colors: dict):
     """Grids of output tiles side by side, each cell the launch order of the program that computes it (a 2-D

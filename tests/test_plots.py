@@ -262,3 +262,10 @@ def test_a_bar_label_longer_than_its_bar_is_shortened_never_spilled(tmp_path):
         svg, _ = plots.render(record, "timeline", {"layout": layout}, "dark")
         assert long not in svg, f"{layout}: the whole name is drawn though its bar is short"
         assert "add" in svg
+
+
+def test_a_phones_grid_header_breaks_between_words_not_inside_them():
+    assert plots.wrapped("dynamic=False", 10) == "dynamic=\nFalse"
+    assert plots.wrapped("default (automatic)", 10) == "default\n(automatic)"
+    assert plots.wrapped("mark_dynamic", 10) == "mark_\ndynamic"
+    assert plots.wrapped("static", 10) == "static"
