@@ -905,62 +905,83 @@ def render_hardware(d: Directive, page: Page) -> str:
 
 
 def render_findings(d: Directive, page: Page) -> str:
-    """The site's findings: a chart of every described CPU comparison and a table of them (scripts/findings.py)."""
+    """The site's findings: a chart of every described CPU comparison and a table of them (scripts/findings.py),
+    then each row's GPU model where the model's record has it. On a phone's column (CSS: mlc-narrow) the chart
+    is drawn again for that width and each table is a list, so nothing scrolls sideways."""
     found = findings.collect(site_directives(page.docs, "compare"), page.outputs, page.snippets)
     if not found:
         raise DirectiveError("no md:compare on the site says what it compares (what=)")
     digest = hashlib.sha256(Path(findings.__file__).read_bytes() + Path(plots.__file__).read_bytes()
                             + repr([vars(f) for f in found]).encode()).hexdigest()[:20]
     FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
-    files = {palette: FIGURE_CACHE / f"findings-{digest}.{palette}.svg" for palette in plots.PALETTES}
-    for palette, cached in files.items():
-        if not cached.exists():
-            colors = plots.PALETTES[palette]
-            write_atomically(cached, findings.chart(found, colors, plots.style(colors)))
+    drawings = {narrow: {palette: FIGURE_CACHE / f"{'phone-' * narrow}findings-{digest}.{palette}.svg"
+                         for palette in plots.PALETTES} for narrow in (False, True)}
+    for narrow, files in drawings.items():
+        for palette, cached in files.items():
+            if not cached.exists():
+                colors = plots.PALETTES[palette]
+                write_atomically(cached, findings.chart(found, colors, plots.style(colors), narrow=narrow))
+    files = drawings[False]
     alt = findings.describe(found)
     rows = ["| Workload | Verdict | Ratio (range over fresh processes) | Every release | Why |",
             "|---|---|---|---|---|"]
+    items = []
     for f in found:
         size = f" ({f.size})" if f.size else ""
         others = ", ".join(release for release, _ in f.releases)
         agree = (f"{'same way' if f.steady else 'differs'} on {others}" if len(f.releases) > 1
                  else f"only {others} has a fresh record")
-        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {f.words} | {f.ratio:.2f} "
-                    f"({f.low:.2f}–{f.high:.2f}, {f.processes} processes) | {agree} | {f.why} |")
+        spread = f"{f.ratio:.2f} ({f.low:.2f}–{f.high:.2f}, {f.processes} processes)"
+        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {f.words} | {spread} | {agree} | {f.why} |")
+        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {f.words}, {spread}; {agree}. {f.why}.")
     steady = sum(f.steady for f in found)
     several = sum(len(f.releases) > 1 for f in found)
     summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record. Of the {several} "
                f"recorded fresh with more than one torch release, {steady} point the same way on every one.")
-    table = "\n".join(rows)
+    tables = [("\n".join(rows), "\n".join(items))]
     modelled = [f for f in found if f.model]
+    model_intro = ""
     if modelled:
         names = modelled[0].model.names
         first = next(iter(names))
         model_rows = [f"| Workload | Kernels | µs on {names[first]} | " + " | ".join(names.values()) + " |",
                       "|---|---|---|" + "---|" * len(names)]
+        model_items = []
         for f in modelled:
             a_us, b_us = f.model.us[first]
             kernels = f"{f.model.kernels[0]} → {f.model.kernels[1]}"
+            ratios = [f"{f.model.ratio(g):.2f}" for g in names]
             model_rows.append(f"| [{f.what}]({page.md_link(f.page)}) | {kernels} | {a_us:.3g} → {b_us:.3g} | "
-                              + " | ".join(f"{f.model.ratio(g):.2f}" for g in names) + " |")
+                              + " | ".join(ratios) + " |")
+            model_items.append(f"- **[{f.what}]({page.md_link(f.page)})**: {kernels} kernels, {a_us:.3g} → "
+                               f"{b_us:.3g} µs on {names[first]}; "
+                               + ", ".join(f"{name} {r}" for name, r in zip(names.values(), ratios)) + ".")
         missing = len(found) - len(modelled)
-        table += ("\n\n**GPU model, not measured.** For each row, the kernels each side would run on an NVIDIA GPU "
-                  "and the gain of the second side over the first if every kernel of both ran at its roof: the "
-                  "same function at the same sizes and dtype as the row's record, its bytes and FLOPs per kernel "
-                  "from the CUDA code Inductor writes for it and from eager's ATen ops, each kernel's time the "
-                  "longer of moving its bytes at the GPU's memory bandwidth and doing its FLOPs at its peak rate. "
-                  + (f"{missing} rows have no model. " if missing else "") + "\n\n" + "\n".join(model_rows))
+        model_intro = ("**GPU model, not measured.** Each row's workload (the same function at the same sizes and "
+                       "dtype as its record) as the kernels each side would run on an NVIDIA GPU, from the CUDA code "
+                       "Inductor writes and from eager's ATen ops, and the second side's gain over the first if "
+                       "every kernel of both ran at its roof. "
+                       + (f"{missing} rows have no model. " if missing else ""))
+        tables.append(("\n".join(model_rows), "\n".join(model_items)))
     if page.target == NOTEBOOK:
         key = "findings.svg"
         page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}
-        return f"![{alt}](attachment:{key})\n\n{summary}\n\n{table}\n"
+        text = f"![{alt}](attachment:{key})\n\n{summary}\n\n{tables[0][0]}\n"
+        return text + (f"\n{model_intro}\n\n{tables[1][0]}\n" if model_intro else "")
     page.figures += 1
-    images = linked_images(page, files, alt)
+    images = [f'<span class="mlc-wide">{"".join(linked_images(page, files, alt))}</span>',
+              f'<span class="mlc-narrow">{"".join(linked_images(page, drawings[True], alt))}</span>']
     caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio (a dot) and '
                f"its range over the fresh processes (a line), on a log scale; the shaded band is what the site "
                f"calls about the same.</p>")
-    return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
-            f"{summary}\n\n{table}\n")
+
+    def both(table: str, listed: str) -> str:  # the table on a wide screen, a list on a phone
+        return (f'<div class="mlc-figure" markdown>\n<div class="mlc-wide" markdown>\n\n{table}\n\n</div>\n'
+                f'<div class="mlc-narrow" markdown>\n\n{listed}\n\n</div>\n</div>\n')
+
+    text = ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
+            f"{summary}\n\n{both(*tables[0])}")
+    return text + (f"\n{model_intro}\n\n{both(*tables[1])}" if model_intro else "")
 
 
 def render_coverage(d: Directive, page: Page) -> str:

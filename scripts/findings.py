@@ -20,7 +20,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts import records, releases
+from scripts import plots, records, releases
 
 
 @dataclass
@@ -134,9 +134,12 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
     return found
 
 
-def chart(found: list[Finding], colors: dict, style: dict) -> str:
+def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False) -> str:
     """The SVG of each comparison's ratio on a log axis, its range over the fresh processes as a
-    whisker, and the band the site calls "about the same" shaded."""
+    whisker, and the band the site calls "about the same" shaded. `narrow`: drawn for a phone's column
+    (plots.NARROW_PT), each label on two lines and the axis label shorter, so its text stays readable."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("svg")
@@ -145,14 +148,15 @@ def chart(found: list[Finding], colors: dict, style: dict) -> str:
 
     rows = list(reversed(found))  # the first finding on top
     with plt.rc_context(style):
-        fig, ax = plt.subplots(figsize=(6.4, 0.34 * len(rows) + 1.1))
+        high_row = 0.5 if narrow else 0.34
+        fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.1))
         ax.axvspan(1 / records.SAME_WITHIN, records.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
         for y, row in enumerate(rows):
             color = colors["series"][0] if row.ratio >= 1 else colors["series"][1]
             ax.plot([row.low, row.high], [y, y], color=color, linewidth=2, solid_capstyle="butt")
             ax.plot([row.ratio], [y], marker="o", markersize=6, color=color)
-        ax.set_yticks(range(len(rows)), [row.what for row in rows])
+        ax.set_yticks(range(len(rows)), [textwrap.fill(row.what, 26) if narrow else row.what for row in rows])
         ax.set_xscale("log")
         low = min(min(r.low for r in rows), 1 / 1.5)
         high = max(max(r.high for r in rows), 1.5)
@@ -162,9 +166,12 @@ def chart(found: list[Finding], colors: dict, style: dict) -> str:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("how much faster the second runs than the first (log scale)")
+        ax.set_xlabel("how much faster the second runs\n(log scale)" if narrow
+                      else "how much faster the second runs than the first (log scale)")
         ax.grid(axis="x")
         ax.tick_params(axis="y", length=0)
+        if narrow:
+            plots.fit(fig, plots.NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
         plt.close(fig)

@@ -652,6 +652,8 @@ EXAMPLES = """examples:
                                                               again (after unpacking) for the next part
   python -m scripts.regenerate --list --device cuda --budget 9m
                                                               how calls of 9 minutes would share the work
+  python -m scripts.regenerate --notebooks                    run each chapter's notebook whose code changed
+                                                              in a fresh kernel and keep its receipt
 
 exit status: 0 ok, 1 a snippet failed (its old record is kept), 2 bad arguments (nothing written),
 130 interrupted (Ctrl-C or SIGTERM)."""
@@ -690,6 +692,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="after running, pack all of this device's records into FILE (.tar.gz)")
     parser.add_argument("--pack-failed", action="store_true",
                         help="with --archive: pack even if some snippets failed (their records are marked failed)")
+    parser.add_argument("--notebooks", action="store_true",
+                        help="run the chapters' notebooks whose receipt is missing or stale (all with --force; "
+                             "some with --only) in fresh kernels, and write docs/outputs/notebook-runs.json; "
+                             "records nothing else")
     parser.add_argument("--unpack", type=Path, nargs="+", metavar="FILE",
                         help="put the records packed in each FILE (several parts, in order) in place under the "
                              "outputs folder; run nothing")
@@ -711,6 +717,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--unpack puts an archive's records in place and runs nothing: use it alone")
     if args.unpack and args.budget:
         parser.error("--unpack runs nothing, so --budget means nothing with it")
+    if args.notebooks and (args.list or args.archive or args.unpack or args.budget or args.device == "cuda"):
+        parser.error("--notebooks runs the chapters' notebooks on this machine's CPU: use it alone, with --force "
+                     "or --only")
     if args.list and (args.archive or args.force):
         parser.error("--list runs nothing, so --archive and --force mean nothing with it")
     return args
@@ -747,6 +756,10 @@ def main(argv: list[str] | None = None) -> int:
             args.device = args.device or ("cuda" if cuda_available() else "cpu")
             return regenerate(args)
         require_torch()
+        if args.notebooks:
+            from scripts import notebook_runs  # needs the docs tools and a Jupyter kernel, as snippets do not
+
+            return notebook_runs.regenerate(args.force, args.only)
         release = records.release_of(version_of("torch"))
         if args.outputs_dir is None:
             args.outputs_dir = records.release_root(release)

@@ -15,9 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
 
 # Keep Inductor's compiled kernels and its precompiled header between runs, in Inductor's default place
-# under $TMPDIR: a warm suite is several times faster than a cold one. A notebook's kernel (which gets no
-# setting of ours) finds the same cache there, so a notebook and its snippets' fresh runs compile each C++
-# kernel once between them, not once each.
+# under $TMPDIR: a warm suite is several times faster than a cold one.
 (CACHE / "tmp").mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))
 
@@ -85,39 +83,25 @@ def recorded_seconds(snippet: str) -> float:
     return seconds / records.PROCESSES if pooled else seconds
 
 
-@functools.cache
-def notebook_snippets() -> dict[str, set[str]]:
-    """Each notebook's name -> the snippets its chapter shows."""
-    from scripts import notebooks
-
-    return {notebooks.notebook_name(page): notebooks.page_snippets(page.read_text())
-            for page in notebooks.chapter_pages()}
-
-
 def expected_seconds(item) -> float:
-    """What a snippet's fresh run or a notebook's run should take, from the records; 0 for other tests."""
+    """What a snippet's fresh run should take, from the records; 0 for other tests."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    name = getattr(item, "originalname", "")
-    if name == "test_fresh_run":
+    if getattr(item, "originalname", "") == "test_fresh_run":
         return recorded_seconds(params["snippet"])
-    if name == "test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel":
-        return sum(map(recorded_seconds, notebook_snippets()[params["name"]]))
     return 0.0
 
 
 def pytest_collection_modifyitems(items):
     """With `--dist loadgroup`: the browser's per-page tests spread over all workers (they are the slowest
-    part); fresh snippet runs and notebook runs spread too; the rest of each module stays on one worker.
-    The longest runs go first, so that no worker is left with one at the end while the other idles: the
-    fresh runs, then the notebooks, which find the kernels their snippets' fresh runs compiled."""
+    part); fresh snippet runs spread too; the rest of each module stays on one worker. The longest runs go
+    first, so that no worker is left with one at the end while the other idles."""
     for item in items:
         module = item.module.__name__
-        if module in ("test_browser", "test_facts") or item.name.startswith("test_a_notebook_runs_top_to_bottom"):
+        if module in ("test_browser", "test_facts"):
             continue
         item.add_marker(pytest.mark.xdist_group(module))
-    kind = {"test_fresh_run": 0, "test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel": 1}
-    order = {item.nodeid: (kind.get(getattr(item, "originalname", ""), 2), -expected_seconds(item))
-             for item in items}
+    order = {item.nodeid: (0 if getattr(item, "originalname", "") == "test_fresh_run" else 1,
+                           -expected_seconds(item)) for item in items}
     items.sort(key=lambda item: order[item.nodeid])  # stable: the rest keep their order
 
 

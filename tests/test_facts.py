@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import argparse
+import functools
 import os
-import subprocess
-import sys
 import traceback
 from pathlib import Path
 
@@ -32,40 +31,40 @@ def test_every_snippet_has_a_check():
     assert all(reason.strip() for reason in SKIPS.values()), "every entry in SKIPS needs its reason"
 
 
+@functools.cache
+def machine() -> dict:
+    """What a record's manifest says of this machine (cache sizes, versions), for checks that read it."""
+    return regenerate.environment("cpu")
+
+
 @pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s in CHECKS])
 def test_fresh_run(snippet, tmp_path):
     if snippet.startswith("jax/"):
         pytest.importorskip("jax", reason="JAX is the optional jax extra (the README's test command installs it)")
-    # Its own process, as the recorder runs it: nothing an earlier snippet imported, patched or compiled in
-    # this worker (Triton's interpreter patches triton.language while it runs) can change this run.
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     if why := skips.cannot_run(snippet, env):
         pytest.skip(why)
     source = records.SNIPPETS / snippet
     # A run that passed here before, of the same source with the same installs, is checked again as it is;
     # a clean clone (CI) has none (tests/run_cache.py).
-    run_key = run_cache.key(source.read_text(), Path(runner.__file__).read_text(), Path(records.__file__).read_text(),
+    run_key = run_cache.key(source.read_text(), *(Path(m.__file__).read_text() for m in (runner, records, regenerate)),
                             env={k: v for k, v in env.items() if k.startswith(SETTINGS)})
     folder = run_cache.kept("fresh-runs", snippet, run_key)
     if folder is None:
-        folder = tmp_path
-        (tmp_path / "files").mkdir()
-        done = subprocess.run([sys.executable, str(Path(runner.__file__)), str(source), str(tmp_path)],
-                              cwd=tmp_path / "files", env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            pytest.fail(f"snippets/{snippet} exited {done.returncode}:\n{done.stderr[-4000:]}", pytrace=False)
-        (tmp_path / "stdout.txt").write_text(done.stdout)
-        # The environment a record's manifest would hold (cache sizes, versions), for checks that read it.
-        manifest = {"snippet": f"snippets/{snippet}", "sha256": records.source_sha256(source),
-                    "device": "cpu", "command": "a fresh run in the test suite", "exit_status": 0, "duration_s": 0,
-                    "date": "", "environment": regenerate.environment("cpu")}
-        (tmp_path / records.MANIFEST).write_text(json.dumps(manifest))
+        # The recorder's own code, in one process, into a scratch folder: the command, environment and
+        # manifest a record gets, with compiler caches of its own.
+        args = argparse.Namespace(snippets_dir=records.SNIPPETS, device="cpu", outputs_dir=tmp_path / "outputs",
+                                  failed_dir=tmp_path / "failed", timeout=900, processes=1, deadline=None)
+        ok, _, message = regenerate.run_one(snippet, args, machine())
+        if not ok:
+            pytest.fail(f"snippets/{snippet}: {message}", pytrace=False)
+        folder = records.record_dir(snippet, "cpu", args.outputs_dir)
     run = records.Record(snippet, "cpu", folder)
     # The recorder files a record under the device its snippet says it ran on; every snippet says so.
     assert run.results.get("device") == "cpu", f"snippets/{snippet}: results['device'] is {run.results.get('device')!r}"
     CHECKS[snippet](run)
-    if folder == tmp_path:
-        run_cache.keep("fresh-runs", snippet, run_key, tmp_path)
+    if folder != run_cache.kept("fresh-runs", snippet, run_key):
+        run_cache.keep("fresh-runs", snippet, run_key, folder)
 
 
 @pytest.mark.parametrize("record", COMMITTED, ids=[f"{r.device}/torch-{r.release}/{r.snippet}" for r in COMMITTED])

@@ -1,5 +1,6 @@
 """The companion notebooks (scripts/notebooks.py), as the site's build makes them: one per chapter, its snippets
-in file order, free of plumbing, linked to their chapters, and each one run top to bottom in a fresh kernel."""
+in file order, free of plumbing, linked to their chapters, and each one run top to bottom in a fresh kernel by the
+recorder (a receipt per notebook; the suite runs no kernel)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,17 @@ import os
 import re
 import subprocess
 import sys
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
-import run_cache
 
-from scripts import notebooks, records
+from scripts import notebook_runs, notebooks, records
 
 ROOT = notebooks.ROOT
 NAMES = [notebooks.notebook_name(page) for page in notebooks.chapter_pages()]
 PLUMBING = ("results[", "results =", "SNIPPET_OUTPUT_DIR", "json.dump")
-# What a reader's laptop does not set: the suite's and the recorder's settings stay out of the kernel.
-NOT_A_READERS = ("TRITON", "TORCH", "PYTORCH", "CUDA", "INDUCTOR", "PYTHONPATH", "OMP_", "MKL_")
-CELL_LIMIT_S = 900
 
 
 def ids(names):
@@ -201,24 +197,11 @@ def test_in_the_built_site_each_notebook_is_a_page_a_download_and_links_to_its_c
 
 
 @pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
-def test_a_notebook_runs_top_to_bottom_in_a_fresh_kernel(built, name, tmp_path):
-    """As a reader runs it: a fresh kernel, an empty folder, no environment variable of ours or of the
-    suite's set, on this machine's CPU."""
-    nbclient = pytest.importorskip("nbclient")
-    notebook = built[name]
-    env = {key: value for key, value in os.environ.items() if not key.startswith(NOT_A_READERS)}
-    # The same code cells passed here before, with the same installs: not run again (tests/run_cache.py).
-    run_key = run_cache.key(*(cell.source for cell in notebook.cells if cell.cell_type == "code"))
-    if run_cache.kept("notebook-runs", name, run_key):
-        pytest.skip(f"its code cells passed top to bottom before, with the same installs on this machine "
-                    f"(.cache/runs/; {run_cache.RERUN}=1 runs them again)")
-    client = nbclient.NotebookClient(notebook, timeout=CELL_LIMIT_S, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    start = time.perf_counter()
-    try:
-        client.execute(env=env)
-    except nbclient.exceptions.CellExecutionError as error:
-        pytest.fail(f"{name}: {str(error)[-3000:]}", pytrace=False)
-    seconds = time.perf_counter() - start
-    print(f"{name} ran in {seconds:.0f} s")
-    run_cache.keep("notebook-runs", name, run_key, note=f"ran in {seconds:.0f} s")
+def test_a_notebook_ran_top_to_bottom_in_a_fresh_kernel(built, name):
+    """The recorder ran this notebook's code cells, with this torch, in a fresh kernel as a reader would, and
+    kept a receipt (scripts/notebook_runs.py): the suite runs no kernel, so each snippet runs once here."""
+    receipt = notebook_runs.load().get(name)
+    assert receipt, f"{name} has never run in a fresh kernel: {notebook_runs.COMMAND}"
+    assert receipt["key"] == notebook_runs.key(built[name]), (
+        f"{name}'s code cells (or torch) changed since it last ran top to bottom on {receipt['date']}: "
+        f"{notebook_runs.COMMAND}")
