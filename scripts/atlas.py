@@ -1,0 +1,286 @@
+"""The atlases (md:atlas): a table of cases, each one's messages release by release, and a "paste your error"
+lookup that runs in the reader's browser over every atlas on the site.
+
+    <!-- md:atlas SNIPPET [kind=graph_break|recompile] [device=cpu|cuda] [part=lookup|table] -->
+
+An atlas snippet stores, in its `results`:
+
+    results["atlas_kind"] = "graph_break"        # or "recompile"; kind= on the directive must agree with it
+    results["atlas"] = {
+        CASE: {                                   # CASE: a Python identifier, unique in the snippet
+            "what": str,                          # one line: what the case does
+            "id": "GB0170" | None,                # the registry id the message carries, if any
+            "message": str,                       # the first message as the release printed it, normalised
+                                                  # (no paths, no addresses, no line numbers); "" if none
+            "before": int,                        # breaks (or recompiles) the case causes on this release
+            "fix": str,                           # one line: the fix
+            "after": int,                         # breaks (or recompiles) left with the fix
+            ...                                   # other keys are kept in the record and ignored here
+        },
+        ...
+    }
+
+Every release's fresh record of the snippet on the device (device=cpu by default) is read: the table has a
+column per release saying whether the case breaks (or recompiles) there, so a reader sees where a break is new
+or gone, and the folded messages give each release's text (one block where releases printed the same). Each
+case has the anchor KIND-CASE (gb-if_on_tensor, rc-new_size) on its table row and KIND-msg-CASE on its
+messages.
+
+The lookup's data is embedded in the page as <script type="application/json" id="mlc-atlas-data">: every case
+of every md:atlas on the site (found the way md:changes finds outputs, scripts/directives.py
+site_directives), with its link, its ids and its messages normalised for matching by `normalise` here;
+docs/assets/javascripts/atlas.js normalises a pasted message by the same rules and ranks the cases (an id in
+common first, then the weighted share of words in common). tests/test_atlas.py holds the two normalisers to
+the same output. In a notebook the directive gives the table alone.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+from scripts import records, releases
+
+KINDS = {  # kind -> (anchor prefix, what a case does, as a column says it)
+    "graph_break": ("gb", "Graph break", "breaks"),
+    "recompile": ("rc", "Recompile", "recompiles"),
+}
+SCRIPT = "assets/javascripts/atlas.js"
+
+# The lookup's rules, mirrored in atlas.js: keep the registry ids, then drop what differs between one run and a
+# reader's (links, paths, addresses, numbers, quotes and punctuation), in this order; ASCII rules, as in JavaScript.
+ID = re.compile(r"\bgb(\d{4})\b", re.ASCII)
+DROPS = [
+    re.compile(r"https?://\S+", re.ASCII),  # links (the registry link's id is read first)
+    re.compile(r"(?:[a-z]:)?[\w.~+-]*[/\\][\w.~+/\\-]*", re.ASCII),  # paths, with or without a drive
+    re.compile(r"0x[0-9a-f]+", re.ASCII),  # addresses
+    re.compile(r"\d+", re.ASCII),  # line numbers, sizes, ids
+    re.compile(r"[^a-z_]+", re.ASCII),  # quotes, backticks, punctuation
+]
+
+
+class AtlasError(ValueError):
+    """A record that does not hold an atlas; the message is one line."""
+
+
+def ids(text: str) -> list[str]:
+    """The registry ids a message carries ('GB0170'), in order, once each."""
+    return list(dict.fromkeys(f"GB{n}" for n in ID.findall(text.lower())))
+
+
+def normalise(text: str) -> str:
+    """A message as the lookup compares it: lower case, its words only, one space apart."""
+    text = text.lower()
+    for pattern in DROPS:
+        text = pattern.sub(" ", text)
+    return " ".join(word.strip("_") for word in text.split() if len(word.strip("_")) > 1)
+
+
+def page_url(src: str) -> str:
+    """The built page of a docs/ source ('dissecting/graph-break-atlas.md' -> 'dissecting/graph-break-atlas/')."""
+    stem = src.removesuffix(".md")
+    if stem == "index" or stem.endswith("/index"):
+        return stem.removesuffix("index")
+    return stem + "/"
+
+
+def atlas_of(record: records.Record, kind: str | None) -> tuple[str, dict]:
+    """(kind, cases) of one record; AtlasError where the record holds none or another kind."""
+    results = record.results
+    cases = results.get("atlas")
+    if not isinstance(cases, dict) or not cases:
+        raise AtlasError(f"{record.where()} holds no results['atlas']")
+    found = results.get("atlas_kind", kind)
+    if kind and found != kind:
+        raise AtlasError(f"kind={kind}, but {record.where()} holds a {found} atlas")
+    if found not in KINDS:
+        raise AtlasError(f"atlas kind '{found}' is not one of {', '.join(KINDS)}")
+    for case, entry in cases.items():
+        missing = {"what", "id", "message", "before", "fix", "after"} - set(entry)
+        if missing:
+            raise AtlasError(f"{record.where()}: case '{case}' lacks {', '.join(sorted(missing))}")
+    return found, cases
+
+
+def fresh_records(snippet: str, device: str, outputs: Path, snippets: Path) -> list[records.Record]:
+    """The fresh records of the snippet on the device, oldest release first."""
+    found = releases.comparable(snippet, device, outputs, snippets)
+    return sorted(found, key=lambda r: records.version_key(r.release))
+
+
+def collect(snippet: str, kind: str | None, device: str, outputs: Path, snippets: Path):
+    """(kind, releases oldest first, {case: {release: entry}}) from every fresh record of an atlas snippet."""
+    found = fresh_records(snippet, device, outputs, snippets)
+    if not found:
+        raise AtlasError(f"snippets/{snippet} has no fresh {device} record: run {records.remake_hint(snippet, device)}")
+    cases: dict[str, dict[str, dict]] = {}
+    kinds = set()
+    for record in reversed(found):  # the newest release's order first
+        found_kind, entries = atlas_of(record, kind)
+        kinds.add(found_kind)
+        for case, entry in entries.items():
+            cases.setdefault(case, {})[record.release] = entry
+    if len(kinds) > 1:
+        raise AtlasError(f"the records of snippets/{snippet} hold different kinds of atlas: {', '.join(kinds)}")
+    return kinds.pop(), [r.release for r in found], cases
+
+
+def lookup_entries(snippet: str, kind: str | None, device: str, href: str, title: str, outputs: Path,
+                   snippets: Path) -> list[dict]:
+    """The lookup's data for one atlas: per case its link, words and the distinct messages, normalised."""
+    found_kind, _, cases = collect(snippet, kind, device, outputs, snippets)
+    prefix, label, _ = KINDS[found_kind]
+    out = []
+    for case, by_release in cases.items():
+        newest = list(by_release.values())[0]
+        messages = list(dict.fromkeys(normalise(e["message"]) for e in by_release.values() if e["message"]))
+        out.append({"kind": label, "case": case, "what": newest["what"], "fix": newest["fix"], "page": title,
+                    "href": f"{href}#{prefix}-{case}",
+                    "ids": list(dict.fromkeys(e["id"] for e in by_release.values() if e["id"])),
+                    "breaks": {release: e["before"] for release, e in by_release.items()},
+                    "words": normalise(f"{case.replace('_', ' ')} {newest['what']}"), "messages": messages})
+    return out
+
+
+def release_cell(entry: dict | None) -> str:
+    if entry is None:
+        return "–"
+    return "no" if not entry["before"] else "yes" if entry["before"] == 1 else f"yes, {entry['before']}"
+
+
+def id_cell(by_release: dict[str, dict], shown: list[str]) -> str:
+    """The id, or each release's where they differ ('GB0179 (2.11.0); GB4198 (2.13.0, 2.15.0)')."""
+    groups: dict[str, list[str]] = {}
+    for release in shown:
+        if release in by_release and by_release[release]["before"]:
+            groups.setdefault(by_release[release]["id"] or "–", []).append(release)
+    if len(groups) <= 1:
+        return next(iter(groups), "–")
+    return "; ".join(f"{gb} ({', '.join(r)})" for gb, r in groups.items())
+
+
+def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchors: bool) -> str:
+    """The table, a row per case: what it does (its name on hover, a link to its messages), its id, whether it
+    breaks (recompiles) on each release, the fix."""
+    prefix, _, _ = KINDS[kind]
+    heads = " · ".join(release.removesuffix(".0") for release in shown)
+    rows = [f"| Case | Id | On torch {heads} | Fix |", "|---|---|:-:|---|"]
+    for case, by_release in cases.items():
+        newest = list(by_release.values())[0]
+        what = html.escape(newest["what"]).replace("|", "\\|")
+        name = f"{what} (`{case}`)"
+        if anchors:
+            name = (f'<span id="{prefix}-{case}"></span>'
+                    f'<a href="#{prefix}-msg-{case}" title="{case}: its messages">{what}</a>')
+        fix = html.escape(newest["fix"]).replace("|", "\\|")
+        cells = " · ".join(release_cell(by_release.get(release)) for release in shown)
+        rows.append(f"| {name} | {id_cell(by_release, shown)} | {cells} | {fix} |")
+    return "\n".join(rows) + "\n"
+
+
+def fence(text: str) -> str:
+    marks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+    return f"{marks}{{ .text .mlc-output }}\n{text}\n{marks}"
+
+
+def messages(kind: str, shown: list[str], cases: dict[str, dict[str, dict]]) -> str:
+    """One folded block: each case's messages, one per distinct text, naming the releases that printed it."""
+    prefix, label, _ = KINDS[kind]
+    parts = []
+    for case, by_release in cases.items():
+        groups: dict[str, list[str]] = {}
+        for release in shown:
+            entry = by_release.get(release)
+            if entry is not None:
+                groups.setdefault(entry["message"], []).append(release)
+        blocks = []
+        for text, made in groups.items():
+            names = ", ".join(made)
+            blocks.append(f"torch {names}:\n\n{fence(text)}" if text else f"torch {names}: no message, no "
+                          f"{label.lower()}.")
+        what = html.escape(list(by_release.values())[0]["what"])
+        parts.append(f'<p id="{prefix}-msg-{case}"><strong>{what}</strong> (<code>{case}</code>)</p>\n\n'
+                     + "\n\n".join(blocks))
+    body = "\n\n".join(parts)
+    indented = "\n".join("    " + line if line else "" for line in body.splitlines())
+    return f'??? note "Each case\'s message, release by release"\n\n{indented}\n'
+
+
+def lookup(data: list[dict], script: str) -> str:
+    """The lookup box and its data; atlas.js runs it."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    return (
+        '<div class="mlc-atlas-lookup">\n'
+        '<label for="mlc-atlas-query"><strong>Paste your error</strong> (or a few words of it): the closest cases '
+        "of every atlas on this site appear below, matched in your browser.</label>\n"
+        '<textarea id="mlc-atlas-query" rows="4" spellcheck="false" '
+        'style="width:100%;font-family:var(--md-code-font-family);font-size:.75rem;'
+        'color:var(--md-default-fg-color);background:var(--md-code-bg-color);'
+        'border:1px solid var(--md-default-fg-color--lighter);border-radius:.2rem;padding:.4rem"></textarea>\n'
+        '<ol class="mlc-atlas-hits" aria-live="polite"></ol>\n'
+        "</div>\n"
+        f'<script type="application/json" id="mlc-atlas-data">{payload}</script>\n'
+        f'<script src="{script}"></script>\n'
+    )
+
+
+def site_entries(page) -> list[dict]:
+    """The lookup's data: every case of every md:atlas on the site, linked from this page. An atlas whose
+    snippet has no fresh record yet is left out here; its own page fails the build."""
+    from scripts import directives  # it imports this module to render md:atlas
+
+    data, seen = [], set()
+    for src, title, d in directives.site_directives(page.docs, "atlas"):
+        key = (src, d.args[0], d.options.get("device", "cpu"))
+        if key in seen or not (page.snippets / d.args[0]).is_file():
+            continue  # a page may show one atlas's lookup and table apart
+        seen.add(key)
+        try:
+            data += lookup_entries(d.args[0], d.options.get("kind"), d.options.get("device", "cpu"),
+                                   page.link(page_url(src)), title, page.outputs, page.snippets)
+        except AtlasError:
+            continue
+    return data
+
+
+def summary(kind: str, shown: list[str], cases: dict[str, dict[str, dict]]) -> str:
+    """One sentence from the records: how many cases, how many break (recompile) on each release, and how
+    many each release's fixes leave."""
+    verb = KINDS[kind][2].removesuffix("s")
+    counts, left = [], []
+    for release in shown:
+        entries = [by_release[release] for by_release in cases.values() if release in by_release]
+        counts.append((release, sum(e["before"] > 0 for e in entries)))
+        unfixed = sum(e["before"] > 0 and e["after"] > 0 for e in entries)
+        if unfixed:
+            left.append(f"{unfixed} on torch {release}")
+    said = ", ".join(f"{n} on torch {r}" if i == 0 else f"{n} on {r}" for i, (r, n) in enumerate(counts))
+    fixes = (f"with its fix, a case still {verb}s: {', '.join(left)}." if left
+             else f"with its fix, none {verb}s on any of them.")
+    return f"Of the {len(cases)} cases, {said} {verb}; {fixes}\n"
+
+
+def render(d, page) -> str:
+    """md:atlas SNIPPET: on the page the lookup, the counts, the table and the folded messages (part=lookup
+    gives the lookup alone, part=table the rest); in a notebook the counts and the table."""
+    from scripts import directives
+
+    snippet = d.args[0]
+    if not (page.snippets / snippet).is_file():
+        raise AtlasError(f"snippet 'snippets/{snippet}' does not exist")
+    part = d.options.get("part", "all")
+    if part not in ("all", "lookup", "table"):
+        raise AtlasError(f"part={part}: expected lookup or table (or no part= for both)")
+    kind, shown, cases = collect(snippet, d.options.get("kind"), d.options.get("device", "cpu"), page.outputs,
+                                 page.snippets)
+    counted = summary(kind, shown, cases)
+    if page.target == directives.NOTEBOOK:
+        return "" if part == "lookup" else counted + "\n" + table(kind, shown, cases, anchors=False)
+    out = []
+    if part in ("all", "lookup"):
+        out.append(lookup(site_entries(page), page.link(SCRIPT)))
+    if part in ("all", "table"):
+        out += [counted, table(kind, shown, cases, anchors=True), messages(kind, shown, cases)]
+    return "\n".join(out)
