@@ -623,7 +623,7 @@ def timing_section(page: Page, timed: list) -> list[str]:
                "in every release's record (faster, slower, or about the same), judged by the site's one rule. "
                "The releases were recorded on different days on the same kind of machine, whose timings move "
                f"between processes ([how timings are taken]({page.md_link('reproduce.md')}#how-timings-are-taken))."
-               + (f" {refused} records are not compared: the medians of their fresh processes spread more than "
+               + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh processes spread more than "
                   f"{records.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
                   "was busy while they ran." if refused else ""))
     figure = ""
@@ -834,7 +834,8 @@ def format_value(value, found: dict[str, str]) -> str:
 
 
 def needed(page: Page, snippet: str, found: dict[str, str]) -> records.Record:
-    device = found.get("device", "cuda")
+    # Without device=, the GPU's record where one exists, else the CPU's: a page reads on whatever was recorded.
+    device = found.get("device") or ("cuda" if page.record(snippet, "cuda").exists else "cpu")
     if "release" in found:  # a value as one torch release recorded it (the versions page compares them)
         made = {r.release: r for r in releases.comparable(snippet, device, page.outputs, page.snippets)}
         if found["release"] not in made:
@@ -933,7 +934,8 @@ def render_findings(d: Directive, page: Page) -> str:
                  else f"only {others} has a fresh record")
         spread = f"{f.ratio:.2f} ({f.low:.2f}–{f.high:.2f}, {f.processes} processes)"
         rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {f.words} | {spread} | {agree} | {f.why} |")
-        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {f.words}, {spread}; {agree}. {f.why}.")
+        why = f" {f.why[:1].upper()}{f.why[1:]}." if f.why else ""
+        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {f.words}, {spread}; {agree}.{why}")
     steady = sum(f.steady for f in found)
     several = sum(len(f.releases) > 1 for f in found)
     summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record. Of the {several} "
@@ -948,13 +950,13 @@ def render_findings(d: Directive, page: Page) -> str:
                       "|---|---|---|" + "---|" * len(names)]
         model_items = []
         for f in modelled:
-            a_us, b_us = f.model.us[first]
+            a_us, b_us = (f"{us:.3g}" if us >= 0.01 else "< 0.01" for us in f.model.us[first])
             kernels = f"{f.model.kernels[0]} → {f.model.kernels[1]}"
             ratios = [f"{f.model.ratio(g):.2f}" for g in names]
-            model_rows.append(f"| [{f.what}]({page.md_link(f.page)}) | {kernels} | {a_us:.3g} → {b_us:.3g} | "
+            model_rows.append(f"| [{f.what}]({page.md_link(f.page)}) | {kernels} | {a_us} → {b_us} | "
                               + " | ".join(ratios) + " |")
-            model_items.append(f"- **[{f.what}]({page.md_link(f.page)})**: {kernels} kernels, {a_us:.3g} → "
-                               f"{b_us:.3g} µs on {names[first]}; "
+            model_items.append(f"- **[{f.what}]({page.md_link(f.page)})**: {kernels} kernels, {a_us} → {b_us} µs "
+                               f"on {names[first]}; gain at the roof: "
                                + ", ".join(f"{name} {r}" for name, r in zip(names.values(), ratios)) + ".")
         missing = len(found) - len(modelled)
         model_intro = ("**GPU model, not measured.** Each row's workload (the same function at the same sizes and "

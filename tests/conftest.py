@@ -91,7 +91,37 @@ def expected_seconds(item) -> float:
     return 0.0
 
 
-def pytest_collection_modifyitems(items):
+def chapter_of(config) -> dict | None:
+    """What --chapter selects: the page's snippets, notebook and URL."""
+    page = config.getoption("--chapter", None)
+    if not page:
+        return None
+    from scripts import notebooks
+
+    path = (ROOT / page).resolve()
+    if not path.is_file() or notebooks.DOCS not in path.parents:
+        raise pytest.UsageError(f"--chapter {page}: no such page under docs/")
+    src = path.relative_to(notebooks.DOCS).as_posix()
+    stem = src.removesuffix(".md")
+    url = "" if stem == "index" else stem.removesuffix("/index") + "/"
+    snippets = notebooks.page_snippets(path.read_text())
+    return {"snippets": snippets, "notebook": notebooks.notebook_name(path), "urls": {url, url.rstrip("/"), src}}
+
+
+def in_chapter(item, chosen: dict) -> bool:
+    """Whether a test belongs to the chosen chapter: a test parametrized by one of its snippets, records,
+    notebook or page, or the strict build."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        snippet = getattr(value, "snippet", value)  # a record, or a snippet's name
+        if isinstance(snippet, str) and (snippet in chosen["snippets"] or snippet == chosen["notebook"]
+                                         or snippet in chosen["urls"]):
+            return True
+    return item.name in ("test_strict_build_passes_without_warnings_or_nav_noise",
+                         "test_no_notebook_uses_a_name_that_its_cells_never_define")
+
+
+def pytest_collection_modifyitems(config, items):
     """With `--dist loadgroup`: the browser's per-page tests spread over all workers (they are the slowest
     part); fresh snippet runs spread too; the rest of each module stays on one worker. The longest runs go
     first, so that no worker is left with one at the end while the other idles."""
@@ -100,6 +130,10 @@ def pytest_collection_modifyitems(items):
         if module in ("test_browser", "test_facts"):
             continue
         item.add_marker(pytest.mark.xdist_group(module))
+    if (chosen := chapter_of(config)) is not None:
+        kept = [item for item in items if in_chapter(item, chosen)]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
     order = {item.nodeid: (0 if getattr(item, "originalname", "") == "test_fresh_run" else 1,
                            -expected_seconds(item)) for item in items}
     items.sort(key=lambda item: order[item.nodeid])  # stable: the rest keep their order

@@ -142,8 +142,8 @@ def test_fmt_percent_formats_a_fraction(tree):
 
 def test_a_value_from_a_device_with_no_record_fails_and_suggests_md_recorded(tree):
     write_record(tree, "cpu")
-    error = failure(tree, f"On a GPU it took <!-- md:value {SNIPPET} t fmt=.0f --> µs.\n")
-    assert error.startswith(f"chapter.md: <!-- md:value {SNIPPET} t fmt=.0f -->: there is no CUDA record")
+    error = failure(tree, f"On a GPU it took <!-- md:value {SNIPPET} t device=cuda fmt=.0f --> µs.\n")
+    assert error.startswith(f"chapter.md: <!-- md:value {SNIPPET} t device=cuda fmt=.0f -->: there is no CUDA record")
     assert f"<!-- md:recorded {SNIPPET} device=cuda --> ... <!-- md:end -->" in error
 
 
@@ -537,9 +537,9 @@ def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tr
                  results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 6000)})
     on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     text = directives.expand("<!-- md:changes -->\n", on)
-    assert "2.11.0: not compared (its processes' medians spread from 50 to 6,000 µs)" in text
-    assert f"{records.MAIN}: 2.0× faster" in text
-    assert "1 of the records are left out" in text
+    assert "not compared: processes spread 50\u202fµs to 6,000\u202fµs" in text
+    assert "| not compared: processes spread 50\u202fµs to 6,000\u202fµs | 2.0× faster (2.00) |" in text
+    assert "1 record is not compared" in text
 
 
 def test_the_changes_page_with_one_release_says_nothing_can_be_compared(tree):
@@ -653,3 +653,10 @@ def test_a_value_as_another_release_recorded_it(tree):
     assert ">19</span>" in expand(tree, f"<!-- md:value {SNIPPET} guards device=cpu -->\n")
     missing = failure(tree, f"<!-- md:value {SNIPPET} guards device=cpu release=2.13.0 -->\n")
     assert "torch 2.13.0 has no fresh CPU record" in missing
+
+
+def test_a_value_without_a_device_reads_the_record_that_exists(tree):
+    write_record(tree, "cpu", results={"n": 1})
+    assert ">1</span>" in expand(tree, f"<!-- md:value {SNIPPET} n -->\n")
+    write_record(tree, "cuda", results={"n": 2})
+    assert ">2</span>" in expand(tree, f"<!-- md:value {SNIPPET} n -->\n")
