@@ -623,7 +623,8 @@ def timing_section(page: Page, timed: list) -> list[str]:
                "in every release's record (faster, slower, or about the same), judged by the site's one rule. "
                "The releases were recorded on different days on the same kind of machine, whose timings move "
                f"between processes ([how timings are taken]({page.md_link('reproduce.md')}#how-timings-are-taken))."
-               + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh processes spread more than "
+               + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh "
+                  "processes spread more than "
                   f"{records.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
                   "was busy while they ran." if refused else ""))
     figure = ""
