@@ -9,8 +9,12 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
+
+SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 
 NO_CHECK: dict[str, str] = {}
 
@@ -28,21 +32,31 @@ def interpreted(env) -> bool:
     return env.get("TRITON_INTERPRET") == "1" or env.get("CUDA_VISIBLE_DEVICES") == ""
 
 
+def launches_triton_kernels(snippet: str) -> bool:
+    """Whether a snippet's own code launches Triton kernels (`kernel[grid](...)` in a file that imports
+    triton): where there is no GPU, Triton's interpreter runs them."""
+    path = SNIPPETS / snippet
+    source = path.read_text() if path.is_file() else ""
+    return bool(re.search(r"^\s*(?:import|from) triton\b", source, re.MULTILINE)
+                and re.search(r"\w\[.*\]\(", source))
+
+
 @dataclass(frozen=True)
 class Limit:
-    snippets: frozenset[str]
+    which: object  # (snippet) -> bool: the snippets the limit is about, by what their code does
     reason: str
     applies: object  # (env) -> bool: the environment the snippet's process would run with
 
     def __call__(self, snippet: str, env) -> str | None:
-        return self.reason if snippet in self.snippets and self.applies(env) else None
+        return self.reason if self.applies(env) and self.which(snippet) else None
 
 
 CANNOT_RUN = [
     Limit(
-        frozenset({"dissecting/triton_basics.py", "graph_mode/triton_linear_relu.py"}),
-        "not run: Triton 3.6's interpreter calls int() on one-element arrays, which numpy 2.4 and newer "
-        "refuse (fixed in Triton 3.7); on a GPU this snippet does not use the interpreter",
+        launches_triton_kernels,
+        "not run: this snippet launches Triton kernels, and Triton 3.6's interpreter, which runs them without a "
+        "GPU, can call int() on one-element arrays, which numpy 2.4 and newer refuse (fixed in Triton 3.7); on a "
+        "GPU the interpreter is not used",
         lambda env: (interpreted(env) and (3, 0) <= _release("triton") < (3, 7)
                  and _release("numpy") >= (2, 4)),
     ),
