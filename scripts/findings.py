@@ -148,7 +148,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
 
     rows = list(reversed(found))  # the first finding on top
     with plt.rc_context(style):
-        high_row = 0.5 if narrow else 0.34
+        high_row = 0.62 if narrow else 0.34
         fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.1))
         ax.axvspan(1 / records.SAME_WITHIN, records.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
@@ -156,7 +156,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
             color = colors["series"][0] if row.ratio >= 1 else colors["series"][1]
             ax.plot([row.low, row.high], [y, y], color=color, linewidth=2, solid_capstyle="butt")
             ax.plot([row.ratio], [y], marker="o", markersize=6, color=color)
-        ax.set_yticks(range(len(rows)), [textwrap.fill(row.what, 26) if narrow else row.what for row in rows])
+        ax.set_yticks(range(len(rows)), [textwrap.fill(row.what, 30) if narrow else row.what for row in rows])
         ax.set_xscale("log")
         low = min(min(r.low for r in rows), 1 / 1.5)
         high = max(max(r.high for r in rows), 1.5)

@@ -1,0 +1,94 @@
+"""The findings' GPU model (scripts/findings.py, md:findings): a row shows the model of its own workload and no
+other, labelled as a model, and a phone gets the chart drawn for its column and lists instead of tables."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts import directives, findings, plots, records
+
+SNIPPET = "demo/op.py"
+SOURCE = "print('hi')\n"
+WORK = "compiled op(float32[1024])"
+GPUS = {"h100": {"name": "H100 SXM", "tb_per_s": 3.35, "fp32_tflops": 67, "tf32_tflops": 494},
+        "b200": {"name": "B200", "tb_per_s": 8.0, "fp32_tflops": 80, "tf32_tflops": 1100}}
+
+
+def timing(work: str, *medians: float) -> dict:
+    return {"median_us": sorted(medians)[len(medians) // 2], "iqr_us": 1.0, "process_medians_us": list(medians),
+            "work": work}
+
+
+def write(tree: Path, snippet: str, results: dict) -> None:
+    """A CPU record of snippets/<snippet> made by the main torch release."""
+    (tree / "snippets" / snippet).parent.mkdir(parents=True, exist_ok=True)
+    (tree / "snippets" / snippet).write_text(SOURCE)
+    folder = records.record_dir(snippet, "cpu", records.release_root(records.MAIN, tree / "outputs"))
+    (folder / "files").mkdir(parents=True, exist_ok=True)
+    manifest = {"snippet": f"snippets/{snippet}", "sha256": hashlib.sha256(SOURCE.encode()).hexdigest(),
+                "device": "cpu", "command": f"python scripts/runner.py snippets/{snippet} <record>", "exit_status": 0,
+                "duration_s": 1.0, "date": "2026-11-25T12:00:00+00:00",
+                "environment": {"torch": records.MAIN, "python": "3.11.7", "cpu": "Test CPU", "cpu_count": 2}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "stdout.txt").write_text("hi\n")
+    (folder / "sections.json").write_text(json.dumps({"main": "hi\n"}))
+    (folder / "files" / "results.json").write_text(json.dumps(results))
+
+
+def side(work: str, us: dict[str, float], kernels: int) -> dict:
+    return {"work": work, "kernels": [{"op": "k", "bytes": 8, "flops": 0, "tf32": False}] * kernels,
+            "bytes": 8 * kernels, "flops": 0, **{f"{g}_us": t for g, t in us.items()}}
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    monkeypatch.setattr(directives, "FIGURE_CACHE", tmp_path / "figures")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(
+        f'# A chapter\n\nCompiled is <!-- md:compare {SNIPPET} eager compiled device=cpu what="a demo op" '
+        f'why="one kernel instead of six" -->.\n')
+    write(tmp_path, SNIPPET, {"eager": timing("op(float32[1024])", 100, 110, 120),
+                              "compiled": timing(WORK, 20, 22, 24)})
+    return directives.Page("guide.md", "guide/", snippets=tmp_path / "snippets", outputs=tmp_path / "outputs",
+                           docs=docs)
+
+
+def model(tree: Path, compiled_work: str = WORK) -> None:
+    write(tree, findings.MODEL, {"gpus": GPUS, "timed": {SNIPPET: {
+        "eager": side("op(float32[1024])", {"h100": 6.0, "b200": 3.0}, 6),
+        "compiled": side(compiled_work, {"h100": 1.2, "b200": 0.5}, 1)}}})
+
+
+def test_a_row_shows_the_model_of_its_own_workload_labelled_as_a_model(page):
+    text = directives.expand("<!-- md:findings -->\n", page)
+    assert "GPU model" not in text  # no model record: no model, and nothing claims one
+    model(page.outputs.parent)
+    text = directives.expand("<!-- md:findings -->\n", page)
+    assert "**GPU model, not measured.**" in text
+    (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]") and "→" in line]
+    assert row == "| [a demo op](chapter.md) | 6 → 1 | 6 → 1.2 | 5.00 | 6.00 |"
+    assert "H100 SXM 5.00, B200 6.00" in text  # the phone's list says the same
+
+
+def test_a_model_of_another_size_is_not_shown(page):
+    model(page.outputs.parent, compiled_work="compiled op(float32[2048])")
+    (found,) = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
+    assert found.model is None
+    assert "GPU model" not in directives.expand("<!-- md:findings -->\n", page)
+
+
+def test_a_phone_gets_the_chart_drawn_for_its_column_and_lists(page):
+    text = directives.expand("<!-- md:findings -->\n", page)
+    assert re.search(r'<span class="mlc-narrow"><a [^>]*><img src="[^"]*phone-findings-', text)
+    assert '<div class="mlc-narrow" markdown>\n\n- **[a demo op](chapter.md)**: 5.0× faster' in text
+    found = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
+    colors = plots.PALETTES["light"]
+    svg = findings.chart(found, colors, plots.style(colors), narrow=True)
+    width_pt = float(re.search(r'<svg[^>]* width="([\d.]+)pt"', svg).group(1))
+    assert width_pt <= plots.NARROW_PT
