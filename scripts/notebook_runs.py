@@ -26,11 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts import records
+from scripts import records, run_env
 
 RECEIPTS = records.OUTPUTS / "notebook-runs.json"
-# What a reader's laptop does not set: the suite's and the recorder's settings stay out of the kernel.
-NOT_A_READERS = ("TRITON", "TORCH", "PYTORCH", "CUDA", "INDUCTOR", "PYTHONPATH", "OMP_", "MKL_")
 CELL_LIMIT_S = 900
 COMMAND = "python -m scripts.regenerate --notebooks"
 
@@ -64,7 +62,7 @@ def run(notebook, folder: Path) -> float:
     Raises nbclient's CellExecutionError on a failing cell."""
     import nbclient
 
-    env = {name: value for name, value in os.environ.items() if not name.startswith(NOT_A_READERS)}
+    env = run_env.readers(os.environ)
     client = nbclient.NotebookClient(notebook, timeout=CELL_LIMIT_S, kernel_name="python3",
                                      resources={"metadata": {"path": str(folder)}})
     start = time.perf_counter()

@@ -26,14 +26,17 @@ A record's state, in the words every tool uses:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import re
 import statistics
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+
+try:
+    from scripts import run_env
+except ModuleNotFoundError:  # loaded by its path, as scripts/runner.py loads it in a snippet's process
+    import run_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
@@ -63,11 +66,8 @@ def version_key(release: str) -> tuple[int, ...]:
 
 def main_release(constraints: Path = CONSTRAINTS) -> str:
     """The torch release the site is written against: the one ci/constraints.txt pins."""
-    with contextlib.suppress(OSError):
-        for line in constraints.read_text().splitlines():
-            if match := re.fullmatch(r"\s*torch\s*==\s*([\w.+]+)\s*(#.*)?", line):
-                return release_of(match.group(1))
-    return ""
+    torch = run_env.pins(constraints).get("torch")
+    return release_of(torch) if torch else ""
 
 
 MAIN = main_release()

@@ -51,7 +51,7 @@ import time
 from importlib import metadata, util
 from pathlib import Path
 
-from scripts import budget, records, skips
+from scripts import budget, records, run_env, skips
 from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -263,7 +263,7 @@ def check_writable(device_dir: Path) -> None:
 # ---------------------------------------------------------------------------------------------- running
 
 
-COMPILER_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TMPDIR")
+COMPILER_CACHES = run_env.COMPILER_CACHES
 
 
 def snippet_env(scratch: Path, device: str) -> tuple[dict, dict]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from scripts.run_env import interpreted
+
 SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 
 NO_CHECK: dict[str, str] = {}
@@ -25,11 +27,6 @@ def _release(package: str) -> tuple[int, ...]:
     except metadata.PackageNotFoundError:
         return ()
     return tuple(int(part) for part in version.split("+")[0].split(".")[:2] if part.isdigit())
-
-
-def interpreted(env) -> bool:
-    """Whether Triton kernels would run in Triton's interpreter: asked for, or no GPU to run them on."""
-    return env.get("TRITON_INTERPRET") == "1" or env.get("CUDA_VISIBLE_DEVICES") == ""
 
 
 def launches_triton_kernels(snippet: str) -> bool:

@@ -417,7 +417,8 @@ def test_a_term_shows_its_definition_on_tap(server, browser):
 
 
 SLOW_SM80 = """() => { window.fetch = (original => (url, ...rest) => String(url).includes('.sm_80.')
-  ? new Promise(done => setTimeout(done, 400)).then(() => original(url, ...rest)) : original(url, ...rest))(window.fetch); }"""
+  ? new Promise(done => setTimeout(done, 400)).then(() => original(url, ...rest))
+  : original(url, ...rest))(window.fetch); }"""
 
 
 def test_the_explorer_shows_the_last_target_chosen(server, browser):

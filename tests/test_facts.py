@@ -12,13 +12,11 @@ import pytest
 import run_cache
 from facts import SKIPS, load
 
-from scripts import records, regenerate, runner, skips
+from scripts import records, regenerate, run_env, runner, skips
 
 CHECKS = load()
 SNIPPETS = records.find_snippets()
 COMMITTED = [r for r in records.all_records() if r.snippet in CHECKS]
-# The environment variables a snippet's run can read: a change to one of them runs it again.
-SETTINGS = ("TORCH", "PYTORCH", "TRITON", "INDUCTOR", "CUDA", "OMP_", "MKL_", "XLA_", "JAX_", "PYTHON", "TMPDIR")
 
 
 def test_every_snippet_has_a_check():
@@ -48,7 +46,7 @@ def test_fresh_run(snippet, tmp_path):
     # A run that passed here before, of the same source with the same installs, is checked again as it is;
     # a clean clone (CI) has none (tests/run_cache.py).
     run_key = run_cache.key(source.read_text(), *(Path(m.__file__).read_text() for m in (runner, records, regenerate)),
-                            env={k: v for k, v in env.items() if k.startswith(SETTINGS)})
+                            env=run_env.keying(env))
     folder = run_cache.kept("fresh-runs", snippet, run_key)
     if folder is None:
         # The recorder's own code, in one process, into a scratch folder: the command, environment and

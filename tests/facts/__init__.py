@@ -26,6 +26,7 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
+from scripts import run_env
 from scripts.skips import NO_CHECK as SKIPS  # noqa: F401  the one table of what is not checked, and why
 
 CHECKS: dict[str, Callable] = {}
@@ -74,9 +75,7 @@ def assert_timing(timing: dict) -> None:
     assert timing["q1_us"] <= timing["median_us"] <= timing["q3_us"]
 
 
-PINS = dict(line.split("==") for line in
-            (Path(__file__).resolve().parents[2] / "ci" / "constraints.txt").read_text().splitlines()
-            if "==" in line and not line.startswith("#"))
+PINS = run_env.pins()
 
 
 def skip_unless_pinned(record, reason: str) -> None:
