@@ -353,8 +353,8 @@ def test_figures_are_numbered_in_order_on_a_page_and_afresh_on_the_next(tree):
     text = expand(tree, markdown)
     first, second = text.index("<strong>Figure 1.</strong> The first."), text.index("<strong>Figure 2.</strong>")
     assert first < second and "The second &amp; last." in text
-    assert text.count("```mermaid\nflowchart LR") == 2
-    assert 'class="mlc-alt">Computation graph (graph 1: sin).</p>' in text
+    assert text.count("<img ") == 2 and text.count(".diagram.svg") >= 2  # drawn as SVG before any browser
+    assert "Computation graph (graph 1: sin)." in text
     assert "<strong>Figure 1.</strong>" in expand(tree, markdown)
 
 
@@ -363,9 +363,9 @@ def test_a_figure_of_one_device_and_a_graph_under_a_dotted_key(tree):
     write_record(tree, "cuda", results=results)
     write_record(tree, "cpu", results=results)
     text = expand(tree, f'<!-- md:figure {SNIPPET} graphs.compiled device=cpu caption="One device." -->\n')
-    assert text.count("```mermaid") == 1 and "===" not in text, "one device's figure needs no tabs"
+    assert text.count("<img ") == 1 and "===" not in text, "one device's figure needs no tabs"
     both = expand(tree, f'<!-- md:figure {SNIPPET} graphs.compiled caption="Both." -->\n')
-    assert both.count("```mermaid") == 2 and both.index('===! "CUDA"') < both.index('=== "CPU"')
+    assert both.count("<img ") == 2 and both.index('===! "CUDA"') < both.index('=== "CPU"')
 
 
 def test_a_figure_of_a_device_with_no_record_or_of_nothing_kept_fails(tree):
@@ -386,7 +386,7 @@ def test_a_chart_figure_is_drawn_in_both_palettes_into_the_cache(tree, tmp_path,
     text = expand(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.eager,timing.compiled '
                         f'labels=eager,compiled caption="Compiled takes a tenth." -->\n', state)
     assert "#only-light" in text and "#only-dark" in text and 'src="../figures/' in text
-    assert sorted(Path(p).suffixes[-2] for p in state.drawn.values()) == [".dark", ".light"]
+    assert {Path(p).suffixes[-2] for p in state.drawn.values()} == {".dark", ".light"}  # each at two widths
     for site_path, cached in state.drawn.items():
         assert site_path.startswith("figures/") and Path(cached).read_text().lstrip().startswith("<?xml")
         assert Path(cached).parent == tmp_path / "figures"
@@ -590,11 +590,11 @@ def test_the_notebook_target_renders_plain_text_one_record_and_no_repeat_of_a_sh
     assert expand(tree, f"<!-- md:output {SNIPPET}:main -->\n", state).strip() == ""
 
 
-def test_the_notebook_target_draws_a_graph_as_mermaid_and_numbers_it(tree):
+def test_the_notebook_target_embeds_a_graph_as_an_image_and_numbers_it(tree):
     write_record(tree, "cpu")
     state = page(tree, target=directives.NOTEBOOK)
     text = expand(tree, f'<!-- md:figure {SNIPPET} graph\n     caption="The graph." -->\n', state)
-    assert text.startswith("```mermaid\nflowchart LR") and "**Figure 1.** The graph." in text
+    assert text.startswith("![Computation graph (graph 1: sin).](attachment:") and "**Figure 1.** The graph." in text
     assert "Drawn from the CPU record of `snippets/demo/hello.py`" in text and "<div" not in text
 
 
