@@ -32,6 +32,7 @@ HELD = {
         "two nodes": "fact: a fusion pairs two nodes, by the definition of the scheduler's pairs",
         "six ops": "facts/dissecting/fusion_scores.py",
         "four buffers": "facts/dissecting/fusion_scores.py",
+        "four nodes": "facts/dissecting/fusion_scores.py",  # the diagram's: one scheduler node per buffer
         "two ops": "fact: exp's readers are the sum and the division, the two ops the softmax source names",
         "two kernels": "facts/dissecting/fusion_scores.py",
     },
@@ -82,9 +83,10 @@ HELD = {
     },
     "graph-mode.md": {
         "three lines": "facts/graph_mode/eager_cannot_fuse.py",
-        "five fresh processes": "records.PROCESSES",
-        "five processes": "records.PROCESSES",
         "five ops": "facts/graph_mode/graph_breaks.py",
+    },
+    "glossary.md": {
+        "128 threads": "fact: a warpgroup is four warps, and a warp is 32 threads on every NVIDIA GPU",
     },
     "guide.md": {
         "two processes": GENERIC,
