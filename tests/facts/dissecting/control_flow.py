@@ -23,3 +23,12 @@ def _(record):
     assert results["cond"] == {"graphs": 1, "breaks": 0, "correct": True}
     assert results["compile_graphs"]["graphs"] == 2 and results["cond_graph"]["graphs"] == 1
     assert "higher_order.cond" in record.file(results["cond_graph"]["fxgraph"]).read_text()
+    # torch.export refuses the plain `if` (it needs the value of an unbacked symbol) and saves torch.cond whole.
+    assert results["export_if"]["type"] == "GuardOnDataDependentSymNode"
+    assert "Could not guard on data-dependent expression" in results["export_if"]["message"]
+    assert results["export_cond"] == {"correct": True, "cond_nodes": 1}
+    assert "torch.ops.higher_order.cond(gt, true_graph_0, false_graph_0, (y,))" in record.section("export_cond")
+    # Branches of different sizes: the output's size is an unbacked symbol, bounded by the two branches' sizes.
+    shapes = results["cond_shapes"]
+    assert shapes["checks"] == ["u0 >= 2", "u0 <= 4"]
+    assert shapes["exported"] == shapes["compiled"] == [[2], [4]]

@@ -1,0 +1,368 @@
+"""A recompile atlas: the guards that fail most often, each made to fail and fixed.
+
+    python snippets/graph_mode/recompile_atlas.py
+
+Each case compiles one small function (with the "eager" backend: guards are
+Dynamo's, so no Inductor is needed to see them), calls it so that a guard fails, and
+counts the recompiles the `recompiles` log (what TORCH_LOGS=recompiles prints)
+reports. Then it makes the same calls with the fix and counts again. The first
+message of each case is kept as the release printed it, less what differs from
+machine to machine: file paths and line numbers, and the user stack trace that
+follows each guard. Last, one function meets more sizes than Dynamo's recompile
+limit allows. Runs on the CPU; a tensor on the "meta" device stands in for a second
+device where there is no GPU.
+"""
+
+import contextlib
+import logging
+import re
+from logging.handlers import BufferingHandler
+
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+results = {"device": device, "atlas_kind": "recompile", "atlas": {}}
+other_device = "cpu" if device == "cuda" else "meta"  # meta: shapes, no data
+results["devices"] = [device, other_device]
+
+
+def normalised(message):
+    """The message without what differs between machines: paths, line numbers, the
+    stack traces, runs of spaces."""
+    lines = []
+    for line in message.splitlines():
+        if re.match(r"\s*- (User stack trace:|  )", line):
+            continue  # the user stack trace: file names and lines
+        line = re.sub(r"[\w./<>-]*\.py\b(:\d+)?", "<file>", line)
+        lines.append(re.sub(r"\s{2,}", "  ", line).rstrip())
+    return "\n".join(lines)
+
+
+# --8<-- [start:tools]
+@contextlib.contextmanager
+def recompile_log(messages):
+    """Keep what TORCH_LOGS=recompiles prints (and Dynamo's warnings) in messages."""
+    handler = BufferingHandler(capacity=10_000)
+    dynamo_log = logging.getLogger("torch._dynamo")
+    torch._logging.set_logs(recompiles=True)
+    dynamo_log.addHandler(handler)
+    try:
+        yield
+    finally:
+        dynamo_log.removeHandler(handler)
+        torch._logging.set_logs()  # back to the default: nothing logged
+        messages += [record.getMessage() for record in handler.buffer]
+
+
+def recompiles(fn, calls, **options):
+    """Compile fn afresh, make each call, return the recompile messages."""
+    torch._dynamo.reset()  # forget every earlier compile
+    compiled = torch.compile(fn, backend="eager", **options)
+    messages = []
+    with recompile_log(messages):
+        for call in calls:
+            call(compiled)
+    return [m for m in messages if m.startswith("Recompiling function")]
+
+
+def call(*args):  # one call of the compiled function with these arguments
+    return lambda compiled: compiled(*args)
+
+
+def case(name, what, fn, calls, fix, fixed_calls, fixed_fn=None, options=None,
+         fixed_options=None, fixed_config=None):
+    """Count the recompiles of the calls, then of the fixed calls; keep both."""
+    before = recompiles(fn, calls, **(options or {}))
+    with torch._dynamo.config.patch(**(fixed_config or {})):  # a config fix, if any
+        after = recompiles(fixed_fn or fn, fixed_calls, **(fixed_options or {}))
+    first = before[0].splitlines() if before else ["(no recompile)"]
+    failed = next((line.strip() for line in first if line.strip().startswith("- ")),
+                  first[0])
+    print(f"{name}: {len(before)} recompile(s), then {len(after)} with the fix")
+    print(f"    {normalised(failed)[:84]}")
+    atlas[name] = {"what": what, "id": None, "fix": fix, "before": len(before),
+                   "after": len(after),
+                   "message": normalised(before[0]) if before else ""}
+
+
+atlas = {}
+# --8<-- [end:tools]
+
+
+# --8<-- [start:shapes]
+def scale(x):
+    return torch.sin(x) * 2
+
+
+x8, x16, x1 = (torch.randn(n, 4, device=device) for n in (8, 16, 1))
+
+
+def marked(x, dim=0):  # a copy of x whose size at dim is symbolic from the start
+    x = x.clone()
+    torch._dynamo.mark_dynamic(x, dim)
+    return x
+
+
+def unbacked(x, dim=0):  # symbolic, and no guess at its value: 0 and 1 included
+    x = x.clone()
+    torch._dynamo.decorators.mark_unbacked(x, dim)
+    return x
+
+
+case("size", "a tensor's size changes (8 rows, then 16)", scale,
+     [call(x8), call(x16)],
+     "torch._dynamo.mark_dynamic(x, 0) before the first call",
+     [call(marked(x8)), call(x16)])
+case("size_0_1", "a dynamic size becomes 1 (dynamic=True: 8 rows, then 1)", scale,
+     [call(x8), call(x1)],
+     "torch._dynamo.decorators.mark_unbacked(x, 0): no 0/1 specialisation",
+     [call(unbacked(x8)), call(unbacked(x1))], options={"dynamic": True})
+# --8<-- [end:shapes]
+
+# --8<-- [start:tensors]
+case("dtype", "a float32 tensor, then a float64 one", scale,
+     [call(x8), call(x8.double())],
+     "convert at the call: x.float(), so the function sees one dtype",
+     [call(x8), call(x8.double().float())])
+case("device", f"a tensor on {device}, then one on {other_device}", scale,
+     [call(x8), call(x8.to(other_device))],
+     "move at the call: x.to(device), so the function sees one device",
+     [call(x8), call(x8.to(device))])
+case("requires_grad", "a tensor without, then one with requires_grad", scale,
+     [call(x8), call(x8.clone().requires_grad_())],
+     "x.detach() at the call where no gradient is wanted",
+     [call(x8), call(x8.clone().requires_grad_().detach())])
+# --8<-- [end:tensors]
+
+
+# --8<-- [start:global_state]
+def in_mode(mode, x):  # call the compiled function inside a context manager
+    return lambda compiled: mode(compiled)(x)
+
+
+def no_grad_inside(x):  # no_grad entered inside the function does not help
+    with torch.no_grad():
+        return torch.sin(x) * 2
+
+
+def autocast_inside(x):
+    with torch.autocast(device):
+        return torch.sin(x) * 2
+
+
+@contextlib.contextmanager
+def changed(get, set_to, value):  # a global setting changed for one call
+    before = get()
+    set_to(value)
+    try:
+        yield
+    finally:
+        set_to(before)
+
+
+def threads(n):
+    return changed(torch.get_num_threads, torch.set_num_threads, n)
+
+
+def default_dtype(dtype):
+    return changed(torch.get_default_dtype, torch.set_default_dtype, dtype)
+
+
+case("grad_mode", "called with gradients on, then under torch.no_grad()",
+     no_grad_inside, [call(x8), in_mode(torch.no_grad(), x8)],
+     "call in one grad mode; torch.no_grad() inside fn does not change the guard",
+     [call(x8), call(x8)])
+case("autocast", "called plainly, then under torch.autocast", scale,
+     [call(x8), in_mode(torch.autocast(device), x8)],
+     "enter autocast inside the compiled function, not around the call",
+     [call(x8), call(x8)], fixed_fn=autocast_inside)
+case("num_threads", "torch.set_num_threads changes between calls", scale,
+     [call(x8), in_mode(threads(1), x8)],
+     "set the thread count once, before the first compile",
+     [in_mode(threads(1), x8), in_mode(threads(1), x8)])
+case("default_dtype", "torch.set_default_dtype changes between calls", scale,
+     [call(x8), in_mode(default_dtype(torch.float64), x8)],
+     "set the default dtype once, before the first compile",
+     [call(x8), call(x8)])
+# --8<-- [end:global_state]
+
+
+# --8<-- [start:modules]
+class Scaled(torch.nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4, device=device)
+        self.factor = factor  # a Python int: a constant of the graph
+
+    def forward(self, x):
+        return self.linear(x) * self.factor
+
+
+def run(module, x):
+    return module(x)
+
+
+def with_factor(module, factor, x):  # change the attribute, then call
+    def change_and_call(compiled):
+        module.factor = factor
+        compiled(module, x)
+    return change_and_call
+
+
+def freeze_then_call(module, x):  # a layer frozen after the first compile
+    def freeze(compiled):
+        module.linear.weight.requires_grad_(False)
+        compiled(module, x)
+    return freeze
+
+
+class ScaledByBuffer(Scaled):  # the fix: the factor in a 0-d tensor, a buffer
+    def __init__(self, factor):
+        super().__init__(factor)
+        del self.factor
+        self.register_buffer("factor", torch.tensor(factor, device=device))
+
+
+def with_buffer(module, factor, x):  # change the buffer's value in place, then call
+    def change_and_call(compiled):
+        module.factor.fill_(factor)
+        compiled(module, x)
+    return change_and_call
+
+
+m, mb = Scaled(2), ScaledByBuffer(2)
+case("module_int", "an int attribute of a module changes (2, 3, 4)", run,
+     [with_factor(m, n, x8) for n in (2, 3, 4)],
+     "keep it in a 0-d tensor, a buffer, and change its value",
+     [with_buffer(mb, n, x8) for n in (2, 3, 4)])
+# The message's own hint: ints on modules may be symbols. Then only the first
+# change recompiles, as with automatic dynamic shapes.
+with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
+    hinted = recompiles(run, [with_factor(m, n, x8) for n in (2, 3, 4)])
+print(f"    module_int with allow_unspec_int_on_nn_module: {len(hinted)} recompile(s)")
+frozen, unfrozen = Scaled(2), Scaled(2)
+frozen.linear.weight.requires_grad_(False)
+case("parameter", "a parameter's requires_grad changes (a layer frozen)", run,
+     [call(unfrozen, x8), freeze_then_call(unfrozen, x8)],
+     "freeze layers before the first compile",
+     [call(frozen, x8), call(frozen, x8)])
+# --8<-- [end:modules]
+results["module_int_hinted"] = len(hinted)
+
+
+# --8<-- [start:python_values]
+def times(x, n):
+    return x * n
+
+
+def total(xs):
+    return sum(xs)
+
+
+def total_stacked(stacked):  # the list as one tensor: one more dimension
+    return stacked.sum(dim=0)
+
+
+def total_values(named):
+    return sum(named.values())
+
+
+def scaled_by(factor):
+    def closure(x):
+        return x * factor  # factor is a cell of the closure
+    return closure
+
+
+def fresh_closure(factor, x):  # compile a new closure of the same code, call it
+    return lambda _: torch.compile(scaled_by(factor), backend="eager")(x)
+
+
+SCALE = 2  # a module-level global
+
+
+def times_global(x):
+    return x * SCALE
+
+
+def with_global(value, x):  # set the global, then call
+    def set_and_call(compiled):
+        global SCALE
+        SCALE = value
+        compiled(x)
+    return set_and_call
+
+
+def as_tensor(value):
+    return torch.tensor(value, device=device)
+
+
+case("int_arg", "a Python int argument changes (2, 3, 4)", times,
+     [call(x8, n) for n in (2, 3, 4)],
+     "dynamic=True: the int is a symbol from the first compile",
+     [call(x8, n) for n in (2, 3, 4)], fixed_options={"dynamic": True})
+case("float_arg", "a Python float argument changes (0.5, 0.25, 0.125)", times,
+     [call(x8, v) for v in (0.5, 0.25, 0.125)],
+     "pass a 0-d tensor: torch.tensor(0.5)",
+     [call(x8, as_tensor(v)) for v in (0.5, 0.25, 0.125)])
+case("list_len", "a list of 2 tensors, then of 3", total,
+     [call([x8, x8]), call([x8, x8, x8])],
+     "stack them into one tensor, its size marked dynamic",
+     [call(marked(torch.stack([x8, x8]))), call(torch.stack([x8, x8, x8]))],
+     fixed_fn=total_stacked)
+case("dict_keys", "a dict with key 'a', then one with key 'b'", total_values,
+     [call({"a": x8}), call({"b": x8})],
+     "pass the values (a list of one length): a dict's keys are guarded",
+     [call(list({"a": x8}.values())), call(list({"b": x8}.values()))],
+     fixed_fn=total)
+case("closure", "the same closure made with factor 2, 3, 4", scaled_by(2),
+     [call(x8), fresh_closure(3, x8), fresh_closure(4, x8)],
+     "pass the factor as an argument, a 0-d tensor",
+     [call(x8, as_tensor(f)) for f in (2, 3, 4)], fixed_fn=times)
+case("global_value", "a global int the function reads changes (2, 3, 4)", times_global,
+     [with_global(n, x8) for n in (2, 3, 4)],
+     "pass it as an argument, a 0-d tensor",
+     [call(x8, as_tensor(n)) for n in (2, 3, 4)], fixed_fn=times)
+# --8<-- [end:python_values]
+
+results["atlas"] = atlas
+
+# --8<-- [start:limit]
+# Each new size under dynamic=False adds an entry to the function's cache, up to
+# the limit (recompile_limit; cache_size_limit is its older name); past it, Dynamo
+# warns once and runs the function's Python as it is.
+config = torch._dynamo.config
+limit_name = "recompile_limit" if hasattr(config, "recompile_limit") else (
+    "cache_size_limit")
+limit = getattr(config, limit_name)
+sizes = [torch.randn(n, 4, device=device) for n in range(2, limit + 6)]
+graphs = []
+
+
+def counting(graph_module, example_inputs):  # keeps each graph, runs it as traced
+    graphs.append(graph_module)
+    return graph_module.forward
+
+
+torch._dynamo.reset()
+compiled = torch.compile(scale, backend=counting, dynamic=False)
+messages = []
+with recompile_log(messages):
+    right = all(torch.allclose(compiled(x), scale(x)) for x in sizes)
+warning = next(m for m in messages if "hit config" in m)
+print(f"config.{limit_name} = {limit}; {len(sizes)} sizes: {len(graphs)} graphs "
+      f"compiled, results match eager: {right}")
+print(normalised(warning))
+# --8<-- [end:limit]
+recompiled = [m for m in messages if m.startswith("Recompiling function")]
+# The fix: mark the size dynamic. It holds under dynamic=False too.
+fixed = recompiles(scale, [call(marked(sizes[0]))] + [call(x) for x in sizes[1:]],
+                   dynamic=False)
+atlas["recompile_limit"] = {
+    "what": f"{len(sizes)} sizes under dynamic=False, limit {limit}", "id": None,
+    "message": normalised(warning), "before": len(recompiled),
+    "fix": "torch._dynamo.mark_dynamic(x, 0) on the first input "
+           f"(or raise torch._dynamo.config.{limit_name})",
+    "after": len(fixed)}
+results["limit"] = {"name": limit_name, "value": limit, "calls": len(sizes),
+                    "graphs": len(graphs), "matches_eager": right}
+print(f"limit: {len(recompiled)} recompile(s), then {len(fixed)} with the fix")

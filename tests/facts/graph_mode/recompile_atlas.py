@@ -1,0 +1,58 @@
+"""The check of snippets/graph_mode/recompile_atlas.py: what dissecting/recompile-atlas.md says about it, held on
+every record of it."""
+
+from facts import check
+
+# The guard each case fails, as the first failing line of its message says it.
+GUARDS = {
+    "size": "tensor 'x' size mismatch at index 0. expected 8, actual 16",
+    "size_0_1": "2 <= x.size()[0]",
+    "dtype": "tensor 'x' dtype mismatch. expected Float, actual Double",
+    "device": "tensor 'x' dispatch key set mismatch",
+    "requires_grad": "tensor 'x' requires_grad mismatch. expected requires_grad=0",
+    "grad_mode": "GLOBAL_STATE changed: grad_mode",
+    "num_threads": "GLOBAL_STATE changed: num_threads",
+    "default_dtype": "GLOBAL_STATE changed: default_dtype",
+    "module_int": "module.factor == 2",
+    "parameter": "requires_grad mismatch. expected requires_grad=1",
+    "int_arg": "n == 2",
+    "float_arg": "n == 0.5",
+    "list_len": "len(xs) == 2",
+    "dict_keys": "list(dict.keys(named))[0] == 'a'",
+    "closure": "factor == 2",
+    "global_value": "G['SCALE'] == 2",
+    "recompile_limit": "hit config.recompile_limit (8)",
+}
+
+
+@check("graph_mode/recompile_atlas.py")
+def _(record):
+    results = record.results
+    assert results["atlas_kind"] == "recompile"
+    atlas = results["atlas"]
+    assert len(atlas) >= 13 and set(GUARDS) | {"autocast"} == set(atlas), sorted(atlas)
+    for name, entry in atlas.items():
+        assert set(entry) == {"what", "id", "message", "before", "fix", "after"}, name
+        assert entry["after"] == 0, (name, entry)  # the fix removes every recompile
+        assert "/" not in entry["message"].replace("https://", "").split("\n")[0], entry["message"]
+    # 2.11 reuses the entry when a parameter of the same module is frozen in place; 2.13 and 2.15 recompile.
+    frozen_caught = record.made_with((2, 13))
+    for name, guard in GUARDS.items():
+        if name == "device" and record.device == "cuda":
+            continue  # a CUDA tensor, then a CPU one: not seen on this site's CPU records
+        if name == "parameter" and not frozen_caught:
+            assert atlas[name]["before"] == 0 and atlas[name]["message"] == ""
+            continue
+        assert guard in atlas[name]["message"], (name, atlas[name]["message"])
+        assert atlas[name]["before"] >= 1, name
+    assert "GLOBAL_STATE changed: autocast" in atlas["autocast"]["message"]
+    # Automatic dynamic: one recompile, then a symbol; a global and a module's int recompile at every value.
+    assert all(atlas[n]["before"] == 1 for n in ("size", "int_arg", "float_arg", "closure"))
+    assert atlas["global_value"]["before"] == 2 and atlas["module_int"]["before"] == 2
+    assert results["module_int_hinted"] == 1  # the message's hint: only the first change recompiles
+    # The limit: one graph per size up to it, then the function runs eagerly, with the right results.
+    limit = results["limit"]
+    assert limit["name"] == "recompile_limit" and limit["value"] == 8
+    assert limit["calls"] > limit["value"] and limit["graphs"] == limit["value"] and limit["matches_eager"]
+    assert atlas["recompile_limit"]["before"] == limit["value"]
+    assert "function: 'scale' (<file>)" in atlas["recompile_limit"]["message"]
