@@ -372,6 +372,11 @@ def draw_roofline(record: Record, options: dict, colors: dict):
             ax.annotate("", xy=ends["other"], xytext=ends["eager"], zorder=2, arrowprops={
                 "arrowstyle": "->", "color": colors["series"][examples.index(example) % len(colors["series"])],
                 "linewidth": 1.2, "shrinkA": 5, "shrinkB": 5})
+        if _layout["narrow"]:
+            continue  # a phone's chart is too small for names beside the points: its legend names them
+        # Each example is named beside its last point (the fused or compiled one), not only in the legend.
+        ax.annotate(example.replace("_", " "), xy=ends.get("other", ends.get("eager")), xytext=(7, -3),
+                    textcoords="offset points", ha="left", va="top", fontsize=10, color=colors["fg"], zorder=4)
     from matplotlib.lines import Line2D
 
     variants = {p["label"].partition(", ")[2] for p in points}
@@ -392,7 +397,10 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("TFLOP/s")
     ax.grid(which="major")
-    ax.legend(handles=handles, frameon=False, fontsize=10, loc="lower right")
+    if _layout["narrow"]:  # under the chart: inside, on a phone, it would cover the points
+        ax.legend(handles=handles, frameon=False, fontsize=10, loc="upper left", bbox_to_anchor=(-0.2, -0.2))
+    else:
+        ax.legend(handles=handles, frameon=False, fontsize=10, loc="lower right")
     ax.set_title(model.get("label", ""), loc="left", fontsize=11)
     alt = (f"Roofline of {model.get('label', 'a device')}: memory roof {readable(bandwidth)} GB/s, compute roof "
            f"{readable(peak)} TFLOP/s, ridge at {readable(ridge)} FLOP per byte; points: "

@@ -269,3 +269,12 @@ def test_a_phones_grid_header_breaks_between_words_not_inside_them():
     assert plots.wrapped("default (automatic)", 10) == "default\n(automatic)"
     assert plots.wrapped("mark_dynamic", 10) == "mark_\ndynamic"
     assert plots.wrapped("static", 10) == "static"
+
+
+def test_the_roofline_names_each_example_beside_its_point_and_in_its_legend(record):
+    name, options = KINDS["roofline"]
+    wide, _ = plots.render(record, name, dict(options), "light")
+    narrow, _ = plots.render(record, name, {**options, "layout": "narrow"}, "light")
+    for example in ("matmul", "softmax"):
+        assert wide.count(f">{example}<") == 2, f"{example}: beside its point and in the legend"
+        assert narrow.count(f">{example}<") == 1, f"{example}: a phone's chart names it in the legend only"
