@@ -5,8 +5,10 @@ nothing drawn is committed. Kinds and their options (keys are dotted places in t
 
     timeline   every profiler trace the record kept (files/*.trace.json): a CPU lane (the ops Python called)
                above a GPU lane (one bar per kernel) per trace, all on one time axis, eager first
-    bars       keys=K1,K2 [labels=a,b] [unit=GB/s] [line=K line_label=TEXT]: one bar per key; a timing
-               dict gives its median with the interquartile range as a whisker, a number is drawn as is
+    bars       keys=K1,K2 [labels=a,b] [unit=GB/s] [line=K line_label=TEXT] [pairs=BEFORE,AFTER]: one bar
+               per key; a timing dict gives its median with the interquartile range as a whisker, a number
+               is drawn as is; with pairs=, the keys are (before, after) pairs: each pair one colour, pale
+               before and solid after, the two words in a legend
     speedup    x=K base=K other=K [xlabel=TEXT]: base/other medians of two lists of timing dicts against x
                (log x axis), the interquartile band shaded, a line at 1x
     lines      x=K series=K1,K2 [labels=a,b] [xlabel=TEXT] [ylabel=TEXT] [logy=1]
@@ -40,7 +42,7 @@ KINDS = ("timeline", "bars", "speedup", "lines", "roofline", "breakeven", "strip
 # The options each kind of chart reads (scripts/directives.py refuses any other on an md:figure).
 OPTIONS = {
     "timeline": (),
-    "bars": ("keys", "labels", "unit", "line", "line_label"),
+    "bars": ("keys", "labels", "unit", "line", "line_label", "pairs"),
     "speedup": ("x", "base", "other", "xlabel", "ylabel"),
     "lines": ("x", "series", "labels", "logy", "xlabel", "ylabel"),
     "roofline": ("key",),
@@ -132,6 +134,13 @@ def fit_bar_labels(fig) -> None:
                 label.set_text(text.rstrip() + "…")
             if label.get_window_extent(renderer).width > room:
                 label.set_visible(False)
+
+
+def mixed(color: str, background: str, share: float) -> tuple:
+    """`color` with `share` of `background` mixed in: a pale version of it on this palette."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(c + (b - c) * share for c, b in zip(to_rgb(color), to_rgb(background)))
 
 
 def ratio_ticks(ax) -> None:
@@ -254,12 +263,34 @@ def draw_bars(record: Record, options: dict, colors: dict):
         raise FigureError(f"keys={options['keys']}: each must be a timing dict or a number")
     line = value(record, options["line"]) if options.get("line") else None
 
-    fig, ax = plt.subplots(figsize=(width(), 0.55 * len(items) + 1.3))
+    pairs = options["pairs"].split(",") if options.get("pairs") else None
+    if pairs is not None and (len(pairs) != 2 or len(items) % 2):
+        raise FigureError("pairs= names two words (before,after) and keys= an even number of keys")
+    # On a phone each bar's name stands above it, so the bars keep the chart's whole width.
+    above = _layout["narrow"]
+    fig, ax = plt.subplots(figsize=(width(), (0.75 if above else 0.55) * len(items) + 1.3))
     positions = list(range(len(items)))[::-1]
     errors = [[v - low for v, low in zip(values, lo)], [h - v for v, h in zip(values, hi)]] if timings else None
-    ax.barh(positions, values, xerr=errors, color=[colors["series"][i % 4] for i in range(len(items))],
-            ecolor=colors["fg"], capsize=4, height=0.6)
-    ax.set_yticks(positions, names)
+    if pairs is None:
+        fills = edges = [colors["series"][i % 4] for i in range(len(items))]
+    else:  # one colour per pair: the first bar pale (its colour mixed with the background), the second solid
+        edges = [colors["series"][(i // 2) % 4] for i in range(len(items))]
+        fills = [mixed(c, colors["bg"], 0.7) if i % 2 == 0 else c for i, c in enumerate(edges)]
+    ax.barh(positions, values, xerr=errors, color=fills, edgecolor=edges, linewidth=1.2,
+            ecolor=colors["fg"], capsize=4, height=0.45 if above else 0.6)
+    if pairs is not None:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor=mixed(colors["fg"], colors["bg"], 0.7), edgecolor=colors["fg"],
+                                 label=pairs[0]),
+                           Patch(facecolor=colors["fg"], edgecolor=colors["fg"], label=pairs[1])],
+                  frameon=False, fontsize=10, loc="lower left", bbox_to_anchor=(0, 1), ncol=2)
+    if above:
+        ax.set_yticks([])
+        for pos, name in zip(positions, names):
+            ax.text(0, pos + 0.28, name, ha="left", va="bottom", fontsize=10, color=colors["fg"])
+    else:
+        ax.set_yticks(positions, names)
     end = max(hi + ([line] if line else []))
     for pos, v, h in zip(positions, values, hi):
         # The number sits past the whisker's end, so it never touches the bar or the whisker.

@@ -278,3 +278,22 @@ def test_the_roofline_names_each_example_beside_its_point_and_in_its_legend(reco
     for example in ("matmul", "softmax"):
         assert wide.count(f">{example}<") == 2, f"{example}: beside its point and in the legend"
         assert narrow.count(f">{example}<") == 1, f"{example}: a phone's chart names it in the legend only"
+
+
+def test_pairs_colour_each_before_and_after_alike_and_say_which_is_which(record):
+    options = {"kind": "bars", "keys": "graphs.default,graphs.lever,graphs.default,graphs.lever",
+               "labels": "a,a lever,b,b lever", "unit": "graphs", "pairs": "without,with"}
+    svg, _ = plots.render(record, "graphs", options, "light")
+    assert ">without<" in svg and ">with<" in svg, "the legend names the two bars of a pair"
+    strokes = re.findall(r"stroke: (#[0-9a-f]{6})", svg)
+    first, second = plots.PALETTES["light"]["series"][:2]
+    assert strokes.count(first) >= 2 and strokes.count(second) >= 2, "a pair's two bars share its colour"
+    with pytest.raises(plots.FigureError, match="pairs="):
+        plots.render(record, "graphs", {**options, "keys": "graphs.default,graphs.lever,graphs.default",
+                                        "labels": "a,b,c"}, "light")
+
+
+def test_a_phones_bar_chart_names_each_bar_above_it(record):
+    name, options = KINDS["bars"]
+    svg, _ = plots.render(record, name, {**options, "layout": "narrow"}, "light")
+    assert ">eager<" in svg and ">compiled<" in svg
