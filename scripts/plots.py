@@ -11,7 +11,10 @@ nothing drawn is committed. Kinds and their options (keys are dotted places in t
                before and solid after, the two words in a legend
     speedup    x=K base=K other=K [xlabel=TEXT]: base/other medians of two lists of timing dicts against x
                (log x axis), the interquartile band shaded, a line at 1x
-    lines      x=K series=K1,K2 [labels=a,b] [xlabel=TEXT] [ylabel=TEXT] [logy=1]
+    lines      x=K series=K1,K2 [labels=a,b] [xlabel=TEXT] [ylabel=TEXT] [logy=1] [regimes=LOW,HIGH]: with
+               regimes=, the first series' two limits are drawn dashed (its smallest size's time, flat; its
+               largest size's time per element, a line through 0) and the sizes each side of their crossing
+               named LOW and HIGH (e.g. overhead-bound,bandwidth-bound)
     roofline   key=K: {"label", "bandwidth_gbps", "peak_tflops", "points": [{"label", "intensity", "tflops",
                "measured"}]}: the memory and compute roofs of published specifications, each point on them
 
@@ -44,7 +47,7 @@ OPTIONS = {
     "timeline": (),
     "bars": ("keys", "labels", "unit", "line", "line_label", "pairs"),
     "speedup": ("x", "base", "other", "xlabel", "ylabel"),
-    "lines": ("x", "series", "labels", "logy", "xlabel", "ylabel"),
+    "lines": ("x", "series", "labels", "logy", "xlabel", "ylabel", "regimes"),
     "roofline": ("key",),
     "breakeven": ("base", "other", "compile", "calls"),
     "strip": ("key", "label"),
@@ -360,7 +363,33 @@ def draw_lines(record: Record, options: dict, colors: dict):
     ax.set_ylabel(options.get("ylabel", ""))
     ax.grid(which="major")
     ax.legend(frameon=False)
-    return fig, f"Line chart of {', '.join(names)} against {options.get('xlabel', 'x')}."
+    alt = f"Line chart of {', '.join(names)} against {options.get('xlabel', 'x')}."
+    if options.get("regimes"):
+        alt += mark_regimes(ax, x, value(record, wanted[0]), options["regimes"], colors)
+    return fig, alt
+
+
+def mark_regimes(ax, x: list, timings: list, regimes: str, colors: dict) -> str:
+    """The two limits of a time-per-call sweep, dashed: flat at the smallest size's time (the fixed cost of
+    a call) and proportional to size at the largest size's time per element (the bandwidth); where they
+    cross, a dotted line parts the two regimes, each named. Returns the sentence the alt text adds."""
+    names = regimes.split(",")
+    if len(names) != 2:
+        raise FigureError("regimes= names two regimes: LOW,HIGH")
+    ys = [y["median_us"] if is_timing(y) else y for y in timings]
+    floor, per_element = ys[0], ys[-1] / x[-1]
+    knee = floor / per_element
+    if not x[0] < knee < x[-1]:
+        raise FigureError(f"regimes=: the two limits cross at {readable(knee)}, outside the sizes measured")
+    ax.plot([x[0], x[-1]], [floor, floor], color=colors["muted"], linestyle="--", linewidth=1)
+    ax.plot([knee, x[-1]], [floor, ys[-1]], color=colors["muted"], linestyle="--", linewidth=1)
+    ax.axvline(knee, color=colors["muted"], linestyle=":", linewidth=1.2)
+    # Each name centred in its own stretch of sizes, just above the flat limit (under the rising curve).
+    for low, high, name in ((x[0], knee, names[0]), (knee, x[-1], names[1])):
+        ax.annotate(name, xy=((low * high) ** 0.5, floor), xytext=(0, 6), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=10, color=colors["fg"])
+    return (f" Dashed: the fixed cost at the smallest size and the time per element at the largest; they cross "
+            f"near {readable(knee)}, {names[0]} below it, {names[1]} above.")
 
 
 def draw_roofline(record: Record, options: dict, colors: dict):

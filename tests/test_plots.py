@@ -297,3 +297,17 @@ def test_a_phones_bar_chart_names_each_bar_above_it(record):
     name, options = KINDS["bars"]
     svg, _ = plots.render(record, name, {**options, "layout": "narrow"}, "light")
     assert ">eager<" in svg and ">compiled<" in svg
+
+
+def test_regimes_part_a_sweep_where_its_two_limits_cross(record):
+    """sweep.eager is 10 µs per element: with no flat start the limits cross outside the sizes, and the
+    chart says so; sweep.compiled (400 µs fixed + 4 µs per element) crosses inside them."""
+    options = {"kind": "lines", "x": "sweep.sizes", "series": "sweep.compiled", "logy": "1",
+               "regimes": "overhead-bound,bandwidth-bound"}
+    svg, alt = plots.render(record, "sweep", dict(options), "light")
+    assert ">overhead-bound<" in svg and ">bandwidth-bound<" in svg
+    assert "they cross near" in alt and "overhead-bound below it, bandwidth-bound above" in alt
+    with pytest.raises(plots.FigureError, match="outside the sizes measured"):
+        plots.render(record, "sweep", {**options, "series": "sweep.eager"}, "light")
+    with pytest.raises(plots.FigureError, match="two regimes"):
+        plots.render(record, "sweep", {**options, "regimes": "one"}, "light")
