@@ -337,8 +337,9 @@ def test_notebook_pages_draw_their_diagrams_keep_numbers_whole_and_fold_answers(
     assert answers and not any(answers), f"quiz answers: {len(answers)}, open: {sum(answers)}"
 
 
-@pytest.mark.parametrize("path,mermaid", [("", False), ("graph-mode/", True)])
-def test_the_large_libraries_load_only_where_they_are_used(server, browser, path, mermaid):
+@pytest.mark.parametrize("path", ["", "graph-mode/", "dissecting/training/"])
+def test_no_page_loads_a_large_library(server, browser, path):
+    """Diagrams are SVG drawn before the browser sees them: no page loads Mermaid, and none has math."""
     base, _ = server
     context, page, _ = open_page(browser, base, path)
     page.wait_for_load_state("networkidle")
@@ -347,11 +348,9 @@ def test_the_large_libraries_load_only_where_they_are_used(server, browser, path
              .map(e => [e.name.split('/').pop(), e.decodedBodySize])""")
     context.close()
     names = {name for name, _ in scripts}
-    assert ("mermaid.min.js" in names) == mermaid, names
-    assert "mathjax-tex-svg.js" not in names, "no page of the site has math"
-    if not mermaid:
-        total = sum(size for _, size in scripts)
-        assert total <= 2_000_000, f"{total:,} bytes of JavaScript on {path or 'home'}: {scripts}"
+    assert "mermaid.min.js" not in names and "mathjax-tex-svg.js" not in names, names
+    total = sum(size for _, size in scripts)
+    assert total <= 2_000_000, f"{total:,} bytes of JavaScript on {path or 'home'}: {scripts}"
 
 
 IN_VIEW = """(e, stage) => { const pre = e.querySelector(`.mlc-x-pane[data-stage="${stage}"] pre`);
