@@ -20,18 +20,22 @@ An atlas snippet stores, in its `results`:
         ...
     }
 
-Every release's fresh record of the snippet on the device (device=cpu by default) is read: the table has a
-column per release saying whether the case breaks (or recompiles) there, so a reader sees where a break is new
-or gone, and the folded messages give each release's text (one block where releases printed the same). Each
-case has the anchor KIND-CASE (gb-if_on_tensor, rc-new_size) on its table row and KIND-msg-CASE on its
+Every release's fresh record of the snippet on the device (device=cpu by default) is read: the table says for each
+release whether the case breaks (or recompiles) there ("yes", "yes, 2", "no", "–" for no record), so a reader sees
+where a break is new or gone, and the folded messages give each release's text (one block where releases printed the
+same). Each case has the anchor KIND-CASE (gb-if_on_tensor, rc-new_size) on its table row and KIND-msg-CASE on its
 messages.
+part=lookup renders the lookup alone and part=table the rest (the counts, the table, the messages), so a page can
+put text between them; without part= the directive renders both.
 
 The lookup's data is embedded in the page as <script type="application/json" id="mlc-atlas-data">: every case
 of every md:atlas on the site (found the way md:changes finds outputs, scripts/directives.py
 site_directives), with its link, its ids and its messages normalised for matching by `normalise` here;
 docs/assets/javascripts/atlas.js normalises a pasted message by the same rules and ranks the cases (an id in
 common first, then the weighted share of words in common). tests/test_atlas.py holds the two normalisers to
-the same output. In a notebook the directive gives the table alone.
+the same output. The directive loads atlas.js with its own script tag, so only a page with an atlas loads it
+(it runs once if mkdocs.yml's extra_javascript loads it too). In a notebook the directive gives the counts and
+the table.
 """
 
 from __future__ import annotations
@@ -105,8 +109,10 @@ def atlas_of(record: records.Record, kind: str | None) -> tuple[str, dict]:
 
 
 def fresh_records(snippet: str, device: str, outputs: Path, snippets: Path) -> list[records.Record]:
-    """The fresh records of the snippet on the device, oldest release first."""
-    found = releases.comparable(snippet, device, outputs, snippets)
+    """The fresh records of the snippet on the device, oldest release first; where none is fresh (the snippet
+    changed since), every record there is, which the page marks stale."""
+    found = releases.comparable(snippet, device, outputs, snippets) or records.releases_of(
+        snippet, device, outputs, snippets)
     return sorted(found, key=lambda r: records.version_key(r.release))
 
 
@@ -114,7 +120,7 @@ def collect(snippet: str, kind: str | None, device: str, outputs: Path, snippets
     """(kind, releases oldest first, {case: {release: entry}}) from every fresh record of an atlas snippet."""
     found = fresh_records(snippet, device, outputs, snippets)
     if not found:
-        raise AtlasError(f"snippets/{snippet} has no fresh {device} record: run {records.remake_hint(snippet, device)}")
+        raise AtlasError(f"snippets/{snippet} has no {device} record: run {records.remake_hint(snippet, device)}")
     cases: dict[str, dict[str, dict]] = {}
     kinds = set()
     for record in reversed(found):  # the newest release's order first
@@ -276,6 +282,12 @@ def render(d, page) -> str:
     kind, shown, cases = collect(snippet, d.options.get("kind"), d.options.get("device", "cpu"), page.outputs,
                                  page.snippets)
     counted = summary(kind, shown, cases)
+    stale = [r for r in fresh_records(snippet, d.options.get("device", "cpu"), page.outputs, page.snippets)
+             if r.state == "stale"]
+    if stale:
+        counted = (f'!!! warning "Stale records"\n\n    `snippets/{snippet}` changed after torch '
+                   f'{", ".join(r.release for r in stale)} recorded what this atlas shows. Remake them with '
+                   f'`{records.remake_hint(snippet, stale[0].device)}` and each release\'s venv.\n\n' + counted)
     if page.target == directives.NOTEBOOK:
         return "" if part == "lookup" else counted + "\n" + table(kind, shown, cases, anchors=False)
     out = []

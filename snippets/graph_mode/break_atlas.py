@@ -754,7 +754,9 @@ def first_message(messages):
 torch.manual_seed(0)
 atlas = {}
 quiet_output = contextlib.redirect_stdout(io.StringIO())  # what the cases print
-with quiet_output, warnings.catch_warnings():
+# The log's own handler would also print every message (to stderr): kept here instead.
+quiet_log = contextlib.redirect_stderr(io.StringIO())
+with quiet_output, quiet_log, warnings.catch_warnings():
     warnings.simplefilter("ignore")
     for name, (what, broken, fix, fixed, config, kind) in cases.items():
         args = inputs.get(name, x3)()
@@ -788,3 +790,17 @@ for entry in atlas.values():
     if entry["before"]:
         kinds[entry["fix_kind"]] = kinds.get(entry["fix_kind"], 0) + 1
 results["fix_kinds"] = kinds
+
+# With fullgraph=True Dynamo captures .item() and data-dependent shapes as if
+# capture_scalar_outputs and capture_dynamic_output_shape_ops were on; a branch on a
+# value still cannot compile.
+fullgraph = {}
+for name in ("item", "nonzero", "if_on_tensor"):
+    torch._dynamo.reset()
+    try:
+        torch.compile(cases[name][1], backend="eager", fullgraph=True)(*x3())
+        outcome = "compiled"
+    except Exception as error:  # what fullgraph=True raises at the first break
+        outcome = type(error).__name__
+    fullgraph[name] = outcome
+results["fullgraph"] = fullgraph

@@ -48,3 +48,7 @@ def _(record):
         assert (atlas[name]["before"] > 0) == (not record.made_with((2, 15))), name
     table = record.section("table")
     assert "0x" not in table and all(name in table for name in atlas)
+    # The page: one id, GB0007, for skipped calls of unrelated kinds.
+    assert {atlas[name]["id"] for name in ("warnings_warn", "zlib_crc32", "os_getpid", "manual_seed")} == {"GB0007"}
+    # The page: fullgraph=True captures .item() and nonzero(); a branch on a value still raises.
+    assert results["fullgraph"] == {"item": "compiled", "nonzero": "compiled", "if_on_tensor": "Unsupported"}
