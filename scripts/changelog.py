@@ -2,7 +2,7 @@
 
 For each distinct CPU `md:compare` (snippet, timing A, timing B) a chapter makes, each torch release's fresh
 record gives a ratio A/B and the site's verdict, unless that record's processes spread too wide to compare
-(`records.unsteady`). A comparison is steady when every release it has points the same way. The chart puts
+(`measures.unsteady`). A comparison is steady when every release it has points the same way. The chart puts
 each release's ratio on one row per comparison, on a log axis, with the "about the same" band shaded.
 
 Needs no mkdocs: scripts/directives.py renders it inside `md:changes`.
@@ -14,7 +14,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import records, releases
+from scripts import measures, records, releases
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Timed:
 
     @property
     def steady(self) -> bool:
-        return len({records.direction(words) for words, _ in self.by_release.values()}) == 1
+        return len({measures.direction(words) for words, _ in self.by_release.values()}) == 1
 
 
 def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS) -> list[Timed]:
@@ -46,10 +46,10 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
                 a, b = record.value(key_a), record.value(key_b)
             except KeyError:
                 continue
-            if spread := records.unsteady(a) or records.unsteady(b):
+            if spread := measures.unsteady(a) or measures.unsteady(b):
                 row.refused[record.release] = spread
                 continue
-            words, ratio, _ = records.verdict(a, b)
+            words, ratio, _ = measures.verdict(a, b)
             row.by_release[record.release] = (words, ratio)
         if len(row.by_release) + len(row.refused) > 1:
             found.append(row)
@@ -70,7 +70,7 @@ def chart(found: list[Timed], colors: dict, style: dict) -> str:
     ratios = [ratio for row in rows for _, ratio in row.by_release.values()]
     with plt.rc_context(style):
         fig, ax = plt.subplots(figsize=(6.4, 0.3 * len(rows) + 1.3))
-        ax.axvspan(1 / records.SAME_WITHIN, records.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
+        ax.axvspan(1 / measures.SAME_WITHIN, measures.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
         for i, release in enumerate(names):
             points = [(row.by_release[release][1], y) for y, row in enumerate(rows) if release in row.by_release]

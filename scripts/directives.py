@@ -65,7 +65,7 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from scripts import atlas, changelog, diagrams, explorer, findings, plots, records, releases
+from scripts import atlas, changelog, diagrams, explorer, findings, measures, plots, records, releases
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
@@ -625,7 +625,7 @@ def timing_section(page: Page, timed: list) -> list[str]:
                f"between processes ([how timings are taken]({page.md_link('reproduce.md')}#how-timings-are-taken))."
                + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh "
                   "processes spread more than "
-                  f"{records.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
+                  f"{measures.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
                   "was busy while they ran." if refused else ""))
     figure = ""
     if page.target != NOTEBOOK and any(row.by_release for row in timed):
@@ -805,12 +805,12 @@ def render_compare(d: Directive, page: Page) -> str:
         raise DirectiveError(error.args[0]) from None
     if not all(isinstance(t, dict) and "median_us" in t for t in (a, b)):
         raise DirectiveError(f"{key_a} and {key_b} must both be timings (dicts with median_us)")
-    ratio, lo, hi = records.timing_band(a, b)
-    processes = len(records.ratios(a, b))
+    ratio, lo, hi = measures.timing_band(a, b)
+    processes = len(measures.ratios(a, b))
     spread = (f"ratio {ratio:.2f}, from {lo:.2f} to {hi:.2f} across {processes} fresh processes" if processes
               else f"ratio of medians {ratio:.2f}, {lo:.2f} to {hi:.2f} within the IQRs")
     return inline_span(page, record, f"{key_b} against {key_a} from snippets/{snippet} ({spread})",
-                       records.judge(a, b))
+                       measures.judge(a, b))
 
 
 def render_hardware(d: Directive, page: Page) -> str:

@@ -20,7 +20,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts import plots, records, releases
+from scripts import measures, plots, records, releases
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Finding:
     def steady(self) -> bool:
         """More than one release recorded it, and every one's record points the same way (faster, slower, or
         about the same)."""
-        return len(self.releases) > 1 and len({records.direction(words) for _, words in self.releases}) == 1
+        return len(self.releases) > 1 and len({measures.direction(words) for _, words in self.releases}) == 1
 
 
 MODEL = "gpu_code/findings_model.py"
@@ -116,19 +116,19 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
             continue
         shown = made[0]
         a, b = shown.value(key_a), shown.value(key_b)
-        ratio, low, high = records.timing_band(a, b)
+        ratio, low, high = measures.timing_band(a, b)
         verdicts = []
         for record in made:
             try:
                 x, y = record.value(key_a), record.value(key_b)
             except KeyError:
                 continue
-            if not (records.unsteady(x) or records.unsteady(y)):
-                verdicts.append((record.release, records.judge(x, y)))
+            if not (measures.unsteady(x) or measures.unsteady(y)):
+                verdicts.append((record.release, measures.judge(x, y)))
         size = (f"{options['size'].split('.')[-1]} = {shown_size(shown.value(options['size']))}"
                 if options.get("size") else "")
         finding = Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), size,
-                          records.judge(a, b), ratio, low, high, len(records.ratios(a, b)), verdicts)
+                          measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), verdicts)
         finding.model = model_of(finding, outputs, snippets)
         found.append(finding)
     return found
@@ -150,7 +150,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
     with plt.rc_context(style):
         high_row = 0.62 if narrow else 0.34
         fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.1))
-        ax.axvspan(1 / records.SAME_WITHIN, records.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
+        ax.axvspan(1 / measures.SAME_WITHIN, measures.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
         for y, row in enumerate(rows):
             color = colors["series"][0] if row.ratio >= 1 else colors["series"][1]
@@ -180,7 +180,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
 
 def describe(found: list[Finding]) -> str:
     """The chart's alt text."""
-    faster = sum(records.direction(r.words) > 0 for r in found)
-    slower = sum(records.direction(r.words) < 0 for r in found)
+    faster = sum(measures.direction(r.words) > 0 for r in found)
+    slower = sum(measures.direction(r.words) < 0 for r in found)
     return (f"{len(found)} comparisons on a log scale: {faster} faster, {slower} slower, "
             f"{len(found) - faster - slower} about the same (the shaded band).")

@@ -31,7 +31,7 @@ import io
 import json
 from pathlib import Path
 
-from scripts import records
+from scripts import measures
 from scripts.records import Record
 
 PALETTES = {
@@ -257,8 +257,8 @@ def draw_bars(record: Record, options: dict, colors: dict):
     if timings:
         unit, factor = time_unit([i["median_us"] for i in items])
         values = [i["median_us"] * factor for i in items]
-        lo = [records.quartiles(i)[0] * factor for i in items]
-        hi = [records.quartiles(i)[1] * factor for i in items]
+        lo = [measures.quartiles(i)[0] * factor for i in items]
+        hi = [measures.quartiles(i)[1] * factor for i in items]
     elif all(isinstance(i, (int, float)) for i in items):
         unit = options.get("unit", "")
         values, lo, hi = list(items), list(items), list(items)
@@ -323,7 +323,7 @@ def draw_speedup(record: Record, options: dict, colors: dict):
     if not (len(x) == len(base) == len(other)) or not all(is_timing(t) for t in base + other):
         raise FigureError("x, base and other must be lists of the same length, base and other of timing dicts")
     # The ratio and its band as the pages' words give them (per-process ratios where there are several).
-    ratio, low, high = (list(v) for v in zip(*(records.timing_band(b, o) for b, o in zip(base, other))))
+    ratio, low, high = (list(v) for v in zip(*(measures.timing_band(b, o) for b, o in zip(base, other))))
     fig, ax = plt.subplots(figsize=(width(), 4.2))
     ax.axhline(1, color=colors["fg"], linestyle="--", linewidth=1)
     ax.text(x[0], 1, " 1× (same speed)", va="bottom", fontsize=10, color=colors["fg"])

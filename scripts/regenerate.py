@@ -51,7 +51,7 @@ import time
 from importlib import metadata, util
 from pathlib import Path
 
-from scripts import budget, records, run_env, skips
+from scripts import budget, measures, records, run_env, skips
 from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -328,7 +328,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -
         runs.append(json.loads((again / records.FILES / records.RESULTS).read_text()))
         shutil.rmtree(again, ignore_errors=True)
     try:
-        results_path.write_text(json.dumps(records.merge_runs(runs), indent=1) + "\n")
+        results_path.write_text(json.dumps(measures.merge_runs(runs), indent=1) + "\n")
     except (KeyError, IndexError, TypeError) as error:
         return 1, (f"a later process kept other timings than the first ({error}): "
                    f"a snippet must time the same things every run")

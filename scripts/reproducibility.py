@@ -25,11 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-from scripts import records, regenerate
+from scripts import measures, records, regenerate
 from scripts.directives import site_compares
 
 WHERE = records.ROOT / ".cache" / "reproducibility"
-GOAL_RATIO = records.SAME_WITHIN  # a verdict survives a re-run only if its ratio drifts less than the band
+GOAL_RATIO = measures.SAME_WITHIN  # a verdict survives a re-run only if its ratio drifts less than the band
 
 
 def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:
@@ -51,9 +51,9 @@ def report(rows: list[dict], runs: list[Path]) -> str:
             except (KeyError, records.CorruptRecord):
                 cells.append("—")
                 continue
-            words, ratio, cell = records.verdict(a, b)
+            words, ratio, cell = measures.verdict(a, b)
             ratios.append(ratio)
-            directions.add(records.direction(words))
+            directions.add(measures.direction(words))
             cells.append(cell)
         moved = max(ratios) / min(ratios) if ratios else float("nan")
         ok = len(ratios) == len(runs) and not {1, -1} <= directions and moved <= GOAL_RATIO

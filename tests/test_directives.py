@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import directives, records
+from scripts import directives, measures, records
 
 SOURCE = "# --8<-- [start:main]\nprint('hi')\n# --8<-- [end:main]\n"
 SNIPPET = "demo/hello.py"
@@ -250,7 +250,7 @@ def test_compare_gives_the_judges_words(tree, a, b, words):
     write_record(tree, "cpu")
     text = expand(tree, f"compiled is <!-- md:compare {SNIPPET} {a} {b} device=cpu --> than eager")
     assert shown(text) == words
-    assert words == records.judge(RESULTS["timing"][a.split(".")[1]], RESULTS["timing"][b.split(".")[1]])
+    assert words == measures.judge(RESULTS["timing"][a.split(".")[1]], RESULTS["timing"][b.split(".")[1]])
 
 
 def test_compare_refuses_what_is_not_a_timing(tree):
@@ -458,7 +458,7 @@ def test_an_output_another_release_printed_otherwise_links_to_its_diff(tree):
 
 def test_a_timed_output_says_which_process_printed_it_and_folds_the_pooled_figures(tree):
     runs = [{"median_us": m, "times_us": [m - 1, m, m + 1], "threads": 2} for m in (20_000.0, 30_000.0, 25_000.0)]
-    write_record(tree, "cpu", stdout="eager: 20,000 us\n", results={"t": records.pool(runs)})
+    write_record(tree, "cpu", stdout="eager: 20,000 us\n", results={"t": measures.pool(runs)})
     text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
     assert "printed by the first of 3 processes" in text
     assert '??? info mlc-recorded "Pooled over 3 processes' in text
@@ -467,7 +467,7 @@ def test_a_timed_output_says_which_process_printed_it_and_folds_the_pooled_figur
 
 def test_an_output_that_prints_no_time_folds_no_pooled_figures(tree):
     runs = [{"median_us": m, "times_us": [m], "threads": 2} for m in (20_000.0, 30_000.0)]
-    write_record(tree, "cpu", stdout="compiled == eager: True\n", results={"t": records.pool(runs)})
+    write_record(tree, "cpu", stdout="compiled == eager: True\n", results={"t": measures.pool(runs)})
     text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
     assert "printed by the first of 2 processes" in text and "Pooled over" not in text
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import records
+from scripts import measures, records
 from scripts.regenerate import GENERIC_USERS
 
 RECORDS = records.all_records()
@@ -308,15 +308,15 @@ def t(median, q1=None, q3=None, iqr=None):
     (t(100, iqr=80), t(70, iqr=80), "about the same"),
 ])
 def test_judge(a, b, words):
-    assert records.judge(a, b) == words
+    assert measures.judge(a, b) == words
 
 
 def test_judge_is_about_the_same_exactly_when_the_band_holds_one():
     a = t(100, 90, 110)
-    ratio, lo, hi = records.timing_band(a, t(80, 75, 90))
+    ratio, lo, hi = measures.timing_band(a, t(80, 75, 90))
     assert (round(ratio, 6), round(lo, 6), round(hi, 6)) == (1.25, 1.0, round(110 / 75, 6))
-    assert records.judge(a, t(80, 75, 90)) == "about the same"  # the band touches 1
-    assert records.judge(a, t(80, 75, 89.9)) == "1.2× faster"
+    assert measures.judge(a, t(80, 75, 90)) == "about the same"  # the band touches 1
+    assert measures.judge(a, t(80, 75, 89.9)) == "1.2× faster"
 
 
 def p(*medians):
@@ -332,13 +332,13 @@ def p(*medians):
     (p(100, 100, 100), p(300, 310, 290), "3.0× slower"),
 ])
 def test_judge_uses_the_ratio_in_each_process(a, b, words):
-    assert records.judge(a, b) == words
+    assert measures.judge(a, b) == words
 
 
 def test_pooled_timings_keep_each_process_and_every_block():
     runs = [{"median_us": m, "times_us": [m - 1, m, m + 1], "n": 3, "threads": 2, "work": "f()"} for m in (10, 30, 20)]
     first = {"timing": {"a": runs[0]}, "faults": 5, "gbps": 40.0, "ops": 6, "shape": [2, 3], "name": "x"}
-    merged = records.merge_runs([
+    merged = measures.merge_runs([
         first,
         {"timing": {"a": runs[1]}, "faults": 9, "gbps": 80.0, "ops": 6, "shape": [2, 3], "name": "y"},
         {"timing": {"a": runs[2]}, "faults": 7, "gbps": 50.0, "ops": 6, "shape": [2, 3], "name": "z"},
@@ -350,10 +350,10 @@ def test_pooled_timings_keep_each_process_and_every_block():
     assert (merged["faults"], merged["gbps"]) == (7, 50.0)
     assert (merged["ops"], merged["shape"], merged["name"]) == (6, [2, 3], "x")
     assert merged["process_values"] == {"faults": [5, 9, 7], "gbps": [40.0, 80.0, 50.0]}
-    assert records.merge_runs([{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}])["n"] in (2, 3)  # a value seen
-    assert records.merge_runs([{"f": 1}, {}])["f"] == 1  # missing in a later process: the first's
+    assert measures.merge_runs([{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}])["n"] in (2, 3)  # a value seen
+    assert measures.merge_runs([{"f": 1}, {}])["f"] == 1  # missing in a later process: the first's
     with pytest.raises(KeyError):
-        records.merge_runs([first, {"timing": {}}])
+        measures.merge_runs([first, {"timing": {}}])
 
 
 def test_one_number_per_measurement():
@@ -386,8 +386,8 @@ def test_one_number_per_measurement():
 
 
 def test_pages_state_the_band_the_rule_uses():
-    """A page that says how close to 1 "about the same" is says what records.judge applies."""
-    band = round((records.SAME_WITHIN - 1) * 100)
+    """A page that says how close to 1 "about the same" is says what measures.judge applies."""
+    band = round((measures.SAME_WITHIN - 1) * 100)
     stated = {(page.name, int(m)) for page in (records.ROOT / "docs").rglob("*.md") if "outputs" not in page.parts
               for m in re.findall(r"median is within (\d+) % of", page.read_text())}
     assert stated and all(n == band for _, n in stated), (band, sorted(stated))

@@ -1,0 +1,143 @@
+"""The site's measurement statistics: how a timing taken in several fresh processes is pooled, how two
+timings are compared, and the words that judge them. scripts/records.py stores records; this module reads
+their timings (records.timings_in) and judges them.
+
+The site's measurement method (docs/reproduce.md states it for readers): a snippet times the things it
+compares in interleaved rounds (A, B, A, B, ...) on a stated number of threads, and the recorder runs a
+timed snippet in records.PROCESSES fresh processes. Each timing then holds every process's median, so the spread
+that judges a comparison is the spread between processes, which on a shared machine is far wider than
+the spread within one.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from scripts.records import is_timing, timings_in
+
+# Ratios closer to 1 than this are "about the same". Two independent regenerations of the same records on this
+# machine moved single comparisons by up to about 1.2x (the transformer block's inference went from 1.01 to 1.2
+# on 2026-11-25), so a narrower band would let a verdict change with the weather; scripts/reproducibility.py
+# measures that drift and holds it to this same band.
+SAME_WITHIN = 1.25
+# Fresh processes on this machine agree within about 2x (MEASURING.md). A timing whose process medians spread
+# five times wider than that was taken while something else ran: it is not compared with other releases.
+UNSTEADY = 10.0
+
+
+
+def _quantiles(values: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0], ordered[0], ordered[0]
+    q1, median, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def pool(runs: list[dict]) -> dict:
+    """One timing from the same timing taken in several processes: the median and quartiles of all their
+    timed blocks, and each process's own median (`process_medians_us`), in process order."""
+    first = runs[0]
+    times = [t for run in runs for t in run.get("times_us", [run["median_us"]])]
+    q1, median, q3 = _quantiles(times)
+    return {**first, "median_us": median, "q1_us": q1, "q3_us": q3, "iqr_us": q3 - q1, "n": len(times),
+            "times_us": times, "processes": len(runs), "process_medians_us": [run["median_us"] for run in runs]}
+
+
+def merge_runs(results: list):
+    """One record from a snippet's several processes: every timing pooled over all of them; every other
+    number that the processes measured differently (a bandwidth, a share, a bound from measured roofs, a
+    count of page faults) their median, an integer staying one of the values seen, with each process's
+    value kept under "process_values" by its dotted key; text, flags and numbers that agree are the first
+    process's, as are its printout and files. A later process that lacks one of the first's timings raises
+    KeyError or IndexError."""
+    spread: dict[str, list] = {}
+    merged = _merge(results, "", spread)
+    if spread and isinstance(merged, dict):
+        merged["process_values"] = spread
+    return merged
+
+
+def _merge(results: list, key: str, spread: dict):
+    first = results[0]
+    if is_timing(first):
+        return pool(results)
+    if isinstance(first, dict):
+        merged = {}
+        for name, value in first.items():
+            where = f"{key}.{name}" if key else str(name)
+            if any(timings_in(value)):
+                merged[name] = _merge([run[name] for run in results], where, spread)
+            else:
+                present = [run[name] for run in results if isinstance(run, dict) and name in run]
+                merged[name] = _merge(present, where, spread) if len(present) == len(results) else value
+        return merged
+    if isinstance(first, list):
+        if any(timings_in(first)) or all(isinstance(run, list) and len(run) == len(first) for run in results):
+            return [_merge([run[i] for run in results], f"{key}.{i}", spread) for i in range(len(first))]
+        return first
+    numbers = [run for run in results if isinstance(run, (int, float)) and not isinstance(run, bool)]
+    if isinstance(first, bool) or len(numbers) != len(results) or all(n == first for n in numbers):
+        return first
+    spread[key] = numbers
+    if all(isinstance(n, int) for n in numbers):
+        return statistics.median_low(numbers)
+    return statistics.median(numbers)
+
+
+def ratios(a: dict, b: dict) -> list[float]:
+    """a/b in each process that timed both; from the quartiles of one process if there is only one."""
+    pa, pb = a.get("process_medians_us"), b.get("process_medians_us")
+    if pa and pb and len(pa) == len(pb):
+        return [x / y for x, y in zip(pa, pb)]
+    return []
+
+
+def quartiles(t: dict) -> tuple[float, float]:
+    """(first, third) quartile of a timing in µs; from its median and IQR where the quartiles are absent."""
+    half = t.get("iqr_us", 0) / 2
+    return t.get("q1_us", t["median_us"] - half), t.get("q3_us", t["median_us"] + half)
+
+
+def timing_band(a: dict, b: dict) -> tuple[float, float, float]:
+    """(ratio a/b, lowest and highest ratio the spread allows). With timings from several processes: the
+    median, least and greatest of the per-process ratios. With one process's timings: the ratio of the
+    medians, and the extremes its interquartile ranges allow."""
+    per_process = ratios(a, b)
+    if per_process:
+        return statistics.median(per_process), min(per_process), max(per_process)
+    (a1, a3), (b1, b3) = quartiles(a), quartiles(b)
+    return a["median_us"] / b["median_us"], a1 / b3, a3 / b1
+
+
+def judge(a: dict, b: dict) -> str:
+    """How b compares with a, in words bound to the numbers, by the site's one rule: when the spread of the
+    ratio a/b (between processes, see timing_band) allows both faster and slower, or the ratio is within
+    5 % of 1, they are "about the same"; otherwise b is "N× faster" (or slower) than a, with N the median
+    ratio."""
+    ratio, lo, hi = timing_band(a, b)
+    if lo <= 1 <= hi or 1 / SAME_WITHIN < ratio < SAME_WITHIN:
+        return "about the same"
+    factor = ratio if ratio > 1 else 1 / ratio
+    return f"{factor:.{1 if factor < 10 else 0}f}× " + ("faster" if ratio > 1 else "slower")
+
+
+def unsteady(t: dict) -> tuple[float, float] | None:
+    """(least, greatest) process median of a timing whose processes spread more than UNSTEADY times; None for
+    a steady one, or one taken in a single process."""
+    medians = t.get("process_medians_us") or []
+    if len(medians) > 1 and max(medians) > UNSTEADY * min(medians):
+        return min(medians), max(medians)
+    return None
+
+
+def direction(words: str) -> int:
+    """1 for "faster", -1 for "slower", 0 for "about the same"."""
+    return 1 if words.endswith("faster") else -1 if words.endswith("slower") else 0
+
+
+def verdict(a: dict, b: dict) -> tuple[str, float, str]:
+    """(the judging words, the ratio a/b, a table cell: the words, the ratio and the range of ratios)."""
+    ratio, lo, hi = timing_band(a, b)
+    words = judge(a, b)
+    return words, ratio, f"{words} ({ratio:.2f}; {lo:.2f}–{hi:.2f})"
