@@ -32,9 +32,9 @@ content under .cache/figures/.
 
     <!-- md:figure SNIPPET NAME [kind=KIND OPTION=VALUE ...] [device=cuda|cpu] caption="TEXT" -->
         A numbered figure with its caption, drawn from each recorded device's record (or one device's): a
-        profiler timeline (NAME timeline), an FX graph kept in results (NAME is its dotted key; a Mermaid
-        diagram), or a chart (kind=bars|speedup|lines|roofline; the options each reads are scripts/plots.py
-        OPTIONS), light and dark on the page, light in the notebook.
+        profiler timeline (NAME timeline), an FX graph kept in results (NAME is its dotted key; an SVG
+        diagram drawn by graphviz-pure), or a chart (kind=bars|speedup|lines|roofline; the options each
+        reads are scripts/plots.py OPTIONS), light and dark on the page, light in the notebook.
 
     <!-- md:records -->
         A table of every snippet's record on each device: state, date, hardware, versions.

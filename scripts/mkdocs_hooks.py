@@ -6,8 +6,7 @@
   under its title the link to its notebook, and appends the glossary's terms as abbreviations
   (scripts/glossary.py);
 - on_page_content / on_page_context / on_post_page: a term keeps its tooltip at its first use only; a
-  notebook page is left out of search, its Mermaid
-  figures are made drawable, and the navigation highlights its chapter;
+  notebook page is left out of search, and the navigation highlights its chapter;
 - on_post_build: copies the figures drawn for the pages into the site.
 """
 
@@ -93,10 +92,6 @@ def on_page_content(html_text, page, config, files):
     if page.file.src_uri in _CHAPTER:
         # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
         page.meta["search"] = {"exclude": True}
-        # nbconvert writes a Mermaid figure as a bare <pre class="mermaid">; Material renders only one
-        # holding a <code>, and leaves an empty box otherwise.
-        html_text = re.sub(r'<pre class="mermaid">(?!<code>)(.*?)</pre>', r'<pre class="mermaid"><code>\1</code></pre>',
-                           html_text, flags=re.DOTALL)
     return html_text
 
 

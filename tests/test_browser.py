@@ -316,11 +316,10 @@ def test_contributing_page_shows_its_example_as_text(server):
 def test_notebook_pages_draw_their_diagrams_keep_numbers_whole_and_fold_answers(server, browser):
     base, _ = server
     context, page, _ = open_page(browser, base, "notebooks/graph-mode/")
-    # Material replaces each <pre class="mermaid"> with a div holding the drawing (in a closed shadow root):
-    # an empty box has no size.
-    page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0", timeout=20_000)
+    # The diagrams are SVG images attached to their cells (an image that failed to load has no size).
     sizes = page.evaluate(
-        "() => Array.from(document.querySelectorAll('.jp-Mermaid .mermaid')).map(d => d.getBoundingClientRect().width)")
+        """() => Promise.all(Array.from(document.querySelectorAll('.jp-RenderedMarkdown img[src^="data:image/svg"]'))
+             .map(i => i.decode().catch(() => null).then(() => i.getBoundingClientRect().width)))""")
     output_break = page.evaluate(
         "() => getComputedStyle(document.querySelector('.jp-OutputArea-output pre')).wordBreak")
     answers = page.evaluate(
@@ -332,7 +331,7 @@ def test_notebook_pages_draw_their_diagrams_keep_numbers_whole_and_fold_answers(
     context.close()
     assert [text for text, _ in current] == ["Graph mode"], f"the navigation marks {current} as current"
     assert current[0][1] != plain, "the chapter's entry looks like every other entry"
-    assert sizes and all(width > 0 for width in sizes), f"Mermaid diagrams drawn at widths {sizes}"
+    assert sizes and all(width > 0 for width in sizes), f"diagrams drawn at widths {sizes}"
     assert output_break != "break-all", "outputs break numbers apart"
     assert answers and not any(answers), f"quiz answers: {len(answers)}, open: {sum(answers)}"
 
@@ -453,7 +452,8 @@ MEASURE_PAGE = """() => {
   const code = Array.from(article.querySelectorAll('div.highlight, .jp-Cell pre'))
     .filter(e => shown(e) && !e.parentElement.closest('div.highlight'))
     .reduce((sum, e) => sum + e.getBoundingClientRect().height, 0);
-  const images = Array.from(article.querySelectorAll('.mlc-figure img, img.mlc-illustration')).filter(shown)
+  const images = Array.from(article.querySelectorAll(
+    '.mlc-figure img, img.mlc-illustration, img[src*="assets/diagrams/"]')).filter(shown)
     .map(i => [i.getAttribute('src'), i.getBoundingClientRect().width]);
   const diagrams = Array.from(article.querySelectorAll('div.mermaid')).filter(d => d.shadowRoot && shown(d));
   const text = [];

@@ -82,8 +82,9 @@ GPUS = {  # HBM bandwidth in TB/s; FP32 (CUDA cores) and TF32 (tensor cores) TFL
 
 
 # --8<-- [start:eager]
+# _unsafe_view is a view torch does not tag as one (its result shares storage, no kernel).
 VIEWS_AND_ALLOCATIONS = {"empty", "empty_like", "empty_strided", "detach", "alias",
-                         "lift_fresh", "_local_scalar_dense"}
+                         "lift_fresh", "_local_scalar_dense", "_unsafe_view"}
 CONVOLUTIONS = {"convolution", "convolution_backward"}
 
 
