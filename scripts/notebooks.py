@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import builtins
 import hashlib
 import html
@@ -546,6 +547,8 @@ class Builder:
             raise NotebookError(str(error)) from None
 
         def link(match: re.Match) -> str:
+            if match.group(1).startswith("!") and (embedded := self.embed(match.group("target"))):
+                return f"{match.group(1)}(attachment:{embedded})"
             return f"{match.group(1)}({site_link(match.group('target'), self.src, self.notebook)}{match.group('rest')})"
 
         text = outside_code(text, lambda part: LINK.sub(link, part))
@@ -558,6 +561,18 @@ class Builder:
         if text.strip():
             self.cells.append(self.markdown(text, self.state.attachments))
         self.state.attachments = {}
+
+    def embed(self, target: str) -> str | None:
+        """An image of the site's own (a drawn diagram, an illustration), attached to the cell being built, so
+        the notebook shows it wherever it is opened; its attachment name, or None for another target."""
+        kinds = {".svg": "image/svg+xml", ".png": "image/png"}
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^/", target):
+            return None
+        path = (DOCS / Path(self.src).parent / target.split("#")[0]).resolve()
+        if path.suffix not in kinds or not path.is_file() or DOCS.resolve() not in path.parents:
+            return None
+        self.state.attachments[path.name] = {kinds[path.suffix]: base64.b64encode(path.read_bytes()).decode()}
+        return path.name
 
     def markdown(self, text: str, attachments: dict | None = None):
         cell = v4.new_markdown_cell(text, id=cell_id("md", text, self.ids))

@@ -149,14 +149,14 @@ def test_a_chapter_notebook_follows_the_first_tab_then_runs_its_jax_tabs_and_fol
 
 def test_a_notebook_opened_anywhere_has_no_relative_link(built):
     """Downloaded, a notebook has no site around it: every link is absolute (the published site), an anchor
-    in the notebook itself, or an attachment."""
+    in the notebook itself, or an attachment (the site's own images are embedded in their cells)."""
     relative = []
     for name, notebook in built.items():
         for cell in notebook.cells:
             if cell.cell_type != "markdown":
                 continue
             prose = re.sub(r"```.*?```|`[^`\n]*`", "", cell.source, flags=re.DOTALL)  # code is not a link
-            for target in re.findall(r"\]\(([^()\s]+)", prose) + re.findall(r'href="([^"]+)"', prose):
+            for target in re.findall(r"\]\(([^()\s]+)", prose) + re.findall(r'(?:href|src)="([^"]+)"', prose):
                 if not re.match(r"^(https?:|mailto:|#|attachment:)", target):
                     relative.append(f"{name}: {target}")
     assert not relative, relative[:10]
