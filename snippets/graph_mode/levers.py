@@ -5,7 +5,9 @@
 fullgraph=True, a print made reorderable, TORCH_LOGS (graph_breaks, recompiles,
 fusion, output_code), the option sets behind mode=, mark_dynamic, torch.cond and
 torch.compiler.set_stance, each tried on one small function and counted: graphs
-compiled, breaks, log messages, errors.
+compiled, breaks, log messages, errors. Then torch.set_float32_matmul_precision,
+Inductor's freezing, torch.compiler.disable, options= and mode="lite", each shown in
+a result, a graph count or the code Inductor wrote.
 """
 
 import logging
@@ -14,6 +16,7 @@ import textwrap
 from logging.handlers import BufferingHandler
 
 import torch
+from torch._inductor.utils import run_and_get_code
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {}
@@ -198,3 +201,103 @@ with torch.compiler.set_stance("force_eager"):  # A/B the compiled code in place
 print(f"graphs compiled: {len(graphs)}")
 # --8<-- [end:set_stance]
 results["set_stance"] = {"error": stance_error, "guard": guard, "graphs": len(graphs)}
+
+# --8<-- [start:precision]
+a, b = (torch.randn(256, 256, device=device) for _ in range(2))
+exact = a.double() @ b.double()  # the reference, in float64
+highest = a @ b
+precision = {}
+for setting in ("highest", "high", "medium"):
+    torch.set_float32_matmul_precision(setting)
+    out = a @ b
+    precision[setting] = {
+        "same_as_highest": torch.equal(out, highest),
+        "error": (out.double() - exact).abs().max().item(),
+        "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "mkldnn.matmul.fp32_precision": torch.backends.mkldnn.matmul.fp32_precision}
+    print(f"{setting}: same as highest: {torch.equal(out, highest)}, error against "
+          f"float64: {precision[setting]['error']:.1e}\n    cuda.matmul.allow_tf32="
+          f"{torch.backends.cuda.matmul.allow_tf32}, mkldnn.matmul.fp32_precision="
+          f"{torch.backends.mkldnn.matmul.fp32_precision}")
+torch.set_float32_matmul_precision("highest")  # back to the default
+# --8<-- [end:precision]
+results["precision"] = precision
+# What bfloat16 inputs would cost: the same product of the inputs rounded to bfloat16.
+rounded = a.bfloat16().float() @ b.bfloat16().float()
+results["precision_bf16_inputs_error"] = (rounded.double() - exact).abs().max().item()
+
+
+# --8<-- [start:freezing]
+def inductor_code(fn, *args, **options):
+    """The Python module Inductor wrote for fn's graph (caches off: a fresh compile)."""
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True, **options):
+        _, (code, *_) = run_and_get_code(torch.compile(fn), *args)
+    return code
+
+
+layer = torch.nn.Linear(64, 64, device=device).eval()
+frozen = {}
+with torch.no_grad():  # freezing is for inference
+    for freezing in (False, True):
+        code = inductor_code(lambda x: torch.relu(layer(x)), x, freezing=freezing)
+        body = code[code.index("def call("):]
+        wanted = ("= args", "extern_kernels.", "= torch.ops")  # inputs, matmul calls
+        lines = [textwrap.shorten(line.split(";  ")[0], 76)
+                 for line in body.splitlines() if any(w in line for w in wanted)]
+        frozen[freezing] = {"lines": lines, "constants": len(
+            set(re.findall(r"_frozen_param\d+", code)))}
+        print(f"freezing={freezing}:", *lines, sep="\n    ")
+# --8<-- [end:freezing]
+results["freezing"] = {str(k): v for k, v in frozen.items()}
+
+
+# --8<-- [start:disable]
+@torch.compiler.disable  # always runs eagerly, called from compiled code or not
+def eager_helper(x):
+    return x * 2
+
+
+def with_helper(x):
+    return torch.relu(eager_helper(torch.sin(x)))
+
+
+torch._dynamo.reset()
+graphs.clear()
+torch.compile(with_helper, backend=counting)(x)
+reason = torch._dynamo.explain(with_helper)(x).break_reasons[0].reason
+print(f"{len(graphs)} graphs, one each side of the call; break: "
+      f"{first_line(reason)}")
+# --8<-- [end:disable]
+results["disable"] = {"graphs": len(graphs), "reason": first_line(reason)}
+
+
+# --8<-- [start:options]
+def doubled_relu(x):
+    return torch.relu(x) * 2
+
+
+vectorised, kernels = {}, {}
+for options in ({}, {"cpp.simdlen": 1}):  # simdlen 1: one element per instruction
+    code = inductor_code(doubled_relu, x, **options)
+    vectorised[str(options)] = code.count("at::vec::Vectorized")
+    kernels[str(options)] = sorted(set(re.findall(r"\b(?:cpp_fused|triton)_\w+", code)))
+    print(f"options={options}: {vectorised[str(options)]} uses of at::vec::Vectorized")
+try:
+    torch.compile(doubled_relu, mode="max-autotune", options={"cpp.simdlen": 1})
+except RuntimeError as error:
+    both = first_line(error)
+    print(f"mode= and options= together: {both}")
+# --8<-- [end:options]
+results["options"] = {"vectorized": vectorised, "kernels": kernels,
+                      "mode_and_options": both}
+
+# --8<-- [start:lite]
+torch._dynamo.reset()
+with torch._inductor.config.patch(force_disable_caches=True):
+    _, (code, *_) = run_and_get_code(torch.compile(doubled_relu, mode="lite"), x)
+calls = [line.strip() for line in code.splitlines() if re.match(r"\s*buf\d+ = ", line)]
+print("mode='lite' wrote:", *calls, sep="\n    ")
+# --8<-- [end:lite]
+results["lite"] = {"calls": calls, "fused_kernels": code.count("cpp_fused_")
+                   + code.count("triton_")}

@@ -37,3 +37,33 @@ def _(record):
     stance = results["set_stance"]
     assert "fail_on_recompile" in stance["error"] and "expected 8, actual 9" in stance["guard"]
     assert stance["graphs"] == 1
+    # set_float32_matmul_precision: "high" sets the TF32 flags and leaves a CPU matmul bit for bit the same;
+    # "medium" lets oneDNN use bfloat16 (fp32_precision=bf16), and here the result changed in its last bits only.
+    precision = results["precision"]
+    assert precision["highest"]["cuda.matmul.allow_tf32"] is False
+    assert precision["high"]["cuda.matmul.allow_tf32"] and precision["medium"]["cuda.matmul.allow_tf32"]
+    assert [precision[p]["mkldnn.matmul.fp32_precision"] for p in ("highest", "high", "medium")] == [
+        "ieee", "tf32", "bf16"]
+    if record.device == "cpu":
+        assert precision["high"]["same_as_highest"]
+        assert not precision["medium"]["same_as_highest"]
+        assert precision["medium"]["error"] < 10 * precision["highest"]["error"] < 1e-3  # float32's size of error
+        assert precision["medium"]["error"] * 100 < results["precision_bf16_inputs_error"]
+    # freezing: the weight and bias stop being arguments of call() and become constants of the module.
+    frozen = results["freezing"]
+    assert frozen["False"]["lines"][0].startswith("arg0_1, arg1_1, arg2_1 = args")
+    assert frozen["True"]["lines"][0].startswith("arg2_1, = args") and frozen["True"]["constants"] >= 2
+    assert any("_frozen_param" in line for line in frozen["True"]["lines"])
+    # torch.compiler.disable: a break at the call, a graph on each side.
+    assert results["disable"]["graphs"] == 2
+    assert "torch.compiler.disable()" in results["disable"]["reason"]
+    # options=: cpp.simdlen=1 leaves no vector code; mode= and options= cannot be combined.
+    if record.device == "cpu":
+        vectorized = results["options"]["vectorized"]
+        assert vectorized["{}"] > 0 and vectorized["{'cpp.simdlen': 1}"] == 0
+        assert len(results["options"]["kernels"]["{}"]) == 1  # the default fuses relu and the multiply
+    assert "Either mode or options can be specified" in results["options"]["mode_and_options"]
+    # lite: every op falls back to its ATen kernel, nothing fused.
+    assert results["lite"]["fused_kernels"] == 0
+    ops = [call.split(" = ")[1].split("(")[0] for call in results["lite"]["calls"] if "torch.ops" in call]
+    assert ops == ["torch.ops.aten.relu.default", "torch.ops.aten.mul.Tensor"]  # 2.13 also writes aliases
