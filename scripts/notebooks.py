@@ -403,6 +403,16 @@ def site_link(target: str, page: str, notebook: str) -> str:
     return site_config()[3].rstrip("/") + "/" + url.lstrip("/") + hash_ + anchor
 
 
+def caption_as_markdown(prose: str) -> str:
+    """A page's HTML figure caption (<p class="mlc-caption"><strong>Title.</strong> text</p>) as Markdown."""
+    def plain(match: re.Match) -> str:
+        inner = " ".join(match.group(1).split())
+        inner = re.sub(r"</?strong>", "**", inner)
+        return re.sub(r"<code>(.*?)</code>", r"`\1`", inner)
+
+    return re.sub(r'<p class="mlc-caption">(.*?)</p>', plain, prose, flags=re.DOTALL)
+
+
 def outside_code(text: str, change) -> str:
     """Apply change() to the text outside inline code spans and fenced blocks."""
     out = []
@@ -553,6 +563,7 @@ class Builder:
 
         text = outside_code(text, lambda part: LINK.sub(link, part))
         text = outside_code(text, lambda part: ATTR_LIST.sub("", part))  # `{ .md-button }`: the site's styling
+        text = outside_code(text, caption_as_markdown)  # Colab and VS Code drop a styled <p>
         text = outside_code(text, lambda part: re.sub(r"\n{3,}", "\n\n", part)).strip("\n")
         # mkdocs-jupyter's table of contents mislinks headings with code in them: keep the words, drop the ticks.
         lines = text.split("\n")
