@@ -255,7 +255,7 @@ def times(x, n):
     return x * n
 
 
-def total(xs):
+def summed(xs):
     return sum(xs)
 
 
@@ -304,7 +304,7 @@ case("float_arg", "a Python float argument changes (0.5, 0.25, 0.125)", times,
      [call(x8, v) for v in (0.5, 0.25, 0.125)],
      "pass a 0-d tensor: torch.tensor(0.5)",
      [call(x8, as_tensor(v)) for v in (0.5, 0.25, 0.125)])
-case("list_len", "a list of 2 tensors, then of 3", total,
+case("list_len", "a list of 2 tensors, then of 3", summed,
      [call([x8, x8]), call([x8, x8, x8])],
      "stack them into one tensor, its size marked dynamic",
      [call(marked(torch.stack([x8, x8]))), call(torch.stack([x8, x8, x8]))],
@@ -313,7 +313,7 @@ case("dict_keys", "a dict with key 'a', then one with key 'b'", total_values,
      [call({"a": x8}), call({"b": x8})],
      "pass the values (a list of one length): a dict's keys are guarded",
      [call(list({"a": x8}.values())), call(list({"b": x8}.values()))],
-     fixed_fn=total)
+     fixed_fn=summed)
 case("closure", "the same closure made with factor 2, 3, 4", scaled_by(2),
      [call(x8), fresh_closure(3, x8), fresh_closure(4, x8)],
      "pass the factor as an argument, a 0-d tensor",
@@ -338,19 +338,19 @@ sizes = [torch.randn(n, 4, device=device) for n in range(2, limit + 6)]
 graphs = []
 
 
-def counting(graph_module, example_inputs):  # keeps each graph, runs it as traced
+def keeping(graph_module, example_inputs):  # keeps each graph, runs it as traced
     graphs.append(graph_module)
     return graph_module.forward
 
 
 torch._dynamo.reset()
-compiled = torch.compile(scale, backend=counting, dynamic=False)
+compiled = torch.compile(scale, backend=keeping, dynamic=False)
 messages = []
 with recompile_log(messages):
     right = all(torch.allclose(compiled(x), scale(x)) for x in sizes)
 warning = next(m for m in messages if "hit config" in m)
 print(f"config.{limit_name} = {limit}; {len(sizes)} sizes: {len(graphs)} graphs "
-      f"compiled, results match eager: {right}")
+      f"compiled, outputs match eager: {right}")
 print(normalised(warning))
 # --8<-- [end:limit]
 recompiled = [m for m in messages if m.startswith("Recompiling function")]
