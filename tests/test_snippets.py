@@ -108,12 +108,15 @@ def test_every_snippet_times_by_the_one_method():
 # copied into it) and must stay one function.
 DIFFERENT_ON_PURPOSE = {
     "add": "regimes' one-op example; triton_basics' launcher of its Triton add kernel",
+    "Block": "transformer_block's block; regional_compile's smaller one, so a stack of them compiles quickly",
     "block": "wrong_output's norm, MLP and head; levers' two-op block with a print",
     "bound_us": "regimes' bound from this machine's measured roofs; memory_model's from an H100's published ones",
     "chain": "two examples: cuda_graphs' launch-bound chain, buffer_reuse's chain of matmuls",
     "complex_activation": "the six ops one per line (where the page counts kernels), in one expression, "
                           "and as a Triton kernel",
     "count": "regimes counts FLOPs and bytes of a call; memory_model of shapes it is given",
+    "efficient_attention": "transformer_block's forward-only call for its CUDA code; findings_model's SDPA "
+                           "stand-in, which also serves the backward (it asks for the log-sum-exp when grad is on)",
     "counting_backend": "break_triggers keeps the graphs; recompiles keeps each graph's input shapes",
     "inductor_keeping_graphs": "two backends that keep different graphs: each page's own",
     "keep_aten_graph": "an AOTAutograd compiler in one snippet, a graph transform in the other",
@@ -121,6 +124,7 @@ DIFFERENT_ON_PURPOSE = {
     "linear_relu": "one op per line where the page counts kernels, else one expression",
     "listing": "Python bytecode in one snippet, an FX graph's nodes in the other",
     "matmul": "regimes' torch matmul; tile_order's Triton kernel",
+    "no_grad": "transformer_block's inference wrapper of a module; findings_model's of a function",
     "normalise": "each snippet's output code hides what its page does not show",
     "ops": "each snippet names the ops of its own graphs",
     "randn": "each snippet's own inputs (a dtype in one, a scale in the other)",
@@ -128,6 +132,7 @@ DIFFERENT_ON_PURPOSE = {
     "sass_of": "triton_pipeline reads SASS from text; triton_linear_relu from a compiled kernel",
     "show": "each snippet prints its own table",
     "softmax": "torch's softmax; triton_basics' launcher of its Triton softmax kernel",
+    "work": "fusion's ops and kernels of a profiled call; findings_model's label of a workload (function, shapes)",
 }
 
 
