@@ -39,32 +39,6 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
 results = {"device": "cpu"}  # a model: it runs no kernel, on any machine
-SNIPPETS = Path(__file__).resolve().parents[1]
-
-
-def borrow(snippet, names):
-    """The named top-level functions, classes and assignments of snippets/<snippet>,
-    with its imports, run without the rest of it: the timed snippets' own code."""
-    tree = ast.parse((SNIPPETS / snippet).read_text())
-    kept = [node for node in tree.body
-            if isinstance(node, (ast.Import, ast.ImportFrom))
-            or (isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                and node.name in names)
-            or (isinstance(node, ast.Assign)
-                and {getattr(t, "id", None) for t in node.targets} & names)]
-    # A module of its own, importable by name: Dynamo (torch 2.13, 2.11) imports the
-    # module a traced class comes from.
-    module = types.ModuleType("borrowed_" + re.sub(r"\W", "_", snippet))
-    module.device = "cpu"
-    sys.modules[module.__name__] = module
-    exec(compile(ast.Module(kept, type_ignores=[]), str(SNIPPETS / snippet), "exec"),
-         vars(module))
-    return vars(module)
-
-
-gpu = borrow("gpu_code/inductor_cuda_code.py",
-             {"H100", "h100_stand_ins", "CodeWritten", "stopped_by_us"})
-
 # --8<-- [start:specs]
 # Published peak rates, per GPU, dense (no 2:4 sparsity), from NVIDIA's datasheets:
 # H100 SXM5 and H200 SXM (H100 and H200 Tensor Core GPU datasheets), B200 (HGX B200
@@ -82,7 +56,7 @@ GPUS = {  # HBM bandwidth in TB/s; FP32 (CUDA cores) and TF32 (tensor cores) TFL
 
 
 # --8<-- [start:eager]
-# _unsafe_view is a view torch does not tag as one (its result shares storage, no kernel).
+# _unsafe_view is a view torch does not tag as one: it shares storage, no kernel.
 VIEWS_AND_ALLOCATIONS = {"empty", "empty_like", "empty_strided", "detach", "alias",
                          "lift_fresh", "_local_scalar_dense", "_unsafe_view"}
 CONVOLUTIONS = {"convolution", "convolution_backward"}
@@ -226,6 +200,35 @@ def roof_us(kernels, spec):
                    k["flops"] / (spec["tf32_tflops" if k["tf32"] else "fp32_tflops"]
                                  * 1e12)) for k in kernels) * 1e6
 # --8<-- [end:roof]
+
+
+# The workloads: the timed snippets' own code, read from their files (so a notebook
+# of the guide, which shows only the specs and the roof above, needs none of it).
+SNIPPETS = Path(__file__).resolve().parents[1]
+
+
+def borrow(snippet, names):
+    """The named top-level functions, classes and assignments of snippets/<snippet>,
+    with its imports, run without the rest of it: the timed snippets' own code."""
+    tree = ast.parse((SNIPPETS / snippet).read_text())
+    kept = [node for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            or (isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                and node.name in names)
+            or (isinstance(node, ast.Assign)
+                and {getattr(t, "id", None) for t in node.targets} & names)]
+    # A module of its own, importable by name: Dynamo (torch 2.13, 2.11) imports the
+    # module a traced class comes from.
+    module = types.ModuleType("borrowed_" + re.sub(r"\W", "_", snippet))
+    module.device = "cpu"
+    sys.modules[module.__name__] = module
+    exec(compile(ast.Module(kept, type_ignores=[]), str(SNIPPETS / snippet), "exec"),
+         vars(module))
+    return vars(module)
+
+
+gpu = borrow("gpu_code/inductor_cuda_code.py",
+             {"H100", "h100_stand_ins", "CodeWritten", "stopped_by_us"})
 
 
 def meta(*shape):
