@@ -32,7 +32,7 @@ def _(record):
     assert results["batches"] == [4, 8, 16]
     assert results["graphs_after"] == {"None": [1, 2, 2], "False": [1, 2, 3]}, results["graphs_after"]
     assert results["threads"] == 1
-    for way, timings in results["timing"].items():
+    for timings in results["timing"].values():
         timed(dict(enumerate(timings)), range(len(depths)))
     for way, firsts in results["compile"].items():
         assert len(firsts) == len(depths) and all(t["median_us"] > 0 for t in firsts), way
