@@ -232,13 +232,12 @@ def lookup(data: list[dict], script: str) -> str:
     )
 
 
-def site_entries(page) -> list[dict]:
-    """The lookup's data: every case of every md:atlas on the site, linked from this page. An atlas whose
-    snippet has no fresh record yet is left out here; its own page fails the build."""
-    from scripts import directives  # it imports this module to render md:atlas
-
+def site_entries(page, atlases) -> list[dict]:
+    """The lookup's data: every case of every md:atlas on the site (atlases: (page, title, directive) of each,
+    as scripts/directives.py's site_directives finds them), linked from this page. An atlas whose snippet has
+    no fresh record yet is left out here; its own page fails the build."""
     data, seen = [], set()
-    for src, title, d in directives.site_directives(page.docs, "atlas"):
+    for src, title, d in atlases:
         key = (src, d.args[0], d.options.get("device", "cpu"))
         if key in seen or not (page.snippets / d.args[0]).is_file():
             continue  # a page may show one atlas's lookup and table apart
@@ -268,11 +267,10 @@ def summary(kind: str, shown: list[str], cases: dict[str, dict[str, dict]]) -> s
     return f"Of the {len(cases)} cases, {said} {verb}; {fixes}\n"
 
 
-def render(d, page) -> str:
+def render(d, page, atlases) -> str:
     """md:atlas SNIPPET: on the page the lookup, the counts, the table and the folded messages (part=lookup
-    gives the lookup alone, part=table the rest); in a notebook the counts and the table."""
-    from scripts import directives
-
+    gives the lookup alone, part=table the rest); in a notebook the counts and the table. atlases: every
+    md:atlas on the site, for the lookup."""
     snippet = d.args[0]
     if not (page.snippets / snippet).is_file():
         raise AtlasError(f"snippet 'snippets/{snippet}' does not exist")
@@ -288,11 +286,11 @@ def render(d, page) -> str:
         counted = (f'!!! warning "Stale records"\n\n    `snippets/{snippet}` changed after torch '
                    f'{", ".join(r.release for r in stale)} recorded what this atlas shows. Remake them with '
                    f'`{records.remake_hint(snippet, stale[0].device)}` and each release\'s venv.\n\n' + counted)
-    if page.target == directives.NOTEBOOK:
+    if page.target == "notebook":
         return "" if part == "lookup" else counted + "\n" + table(kind, shown, cases, anchors=False)
     out = []
     if part in ("all", "lookup"):
-        out.append(lookup(site_entries(page), page.link(SCRIPT)))
+        out.append(lookup(site_entries(page, atlases), page.link(SCRIPT)))
     if part in ("all", "table"):
         out += [counted, table(kind, shown, cases, anchors=True), messages(kind, shown, cases)]
     return "\n".join(out)

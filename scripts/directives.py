@@ -818,6 +818,11 @@ def render_hardware(d: Directive, page: Page) -> str:
     return inline_span(page, record, "the machine", record.hardware)
 
 
+def render_atlas(d: Directive, page: Page) -> str:
+    """md:atlas (scripts/atlas.py), given every md:atlas on the site for its lookup."""
+    return atlas.render(d, page, site_directives(page.docs, "atlas"))
+
+
 def render_findings(d: Directive, page: Page) -> str:
     """The site's findings: a chart of every described CPU comparison and a table of them (scripts/findings.py),
     then each row's GPU model where the model's record has it. On a phone's column (CSS: mlc-narrow) the chart
@@ -928,7 +933,7 @@ def render_coverage(d: Directive, page: Page) -> str:
 
 RENDER = {"output": render_output, "figure": render_figure, "records": render_records, "changes": render_changes,
           "findings": render_findings, "coverage": render_coverage, "explorer": explorer.render,
-          "value": render_value, "compare": render_compare, "hardware": render_hardware, "atlas": atlas.render}
+          "value": render_value, "compare": render_compare, "hardware": render_hardware, "atlas": render_atlas}
 
 
 # --------------------------------------------------------------------------------------------- expanding
