@@ -60,14 +60,18 @@ GPUS = {  # HBM bandwidth in TB/s; FP32 (CUDA cores) and TF32 (tensor cores) TFL
 VIEWS_AND_ALLOCATIONS = {"empty", "empty_like", "empty_strided", "detach", "alias",
                          "lift_fresh", "_local_scalar_dense", "_unsafe_view"}
 CONVOLUTIONS = {"convolution", "convolution_backward"}
+# In-place ops that only write their tensor; every other one (add_, mul_, lerp_) reads
+# it and writes it back, two passes, as Inductor counts its own in-place buffers.
+WRITE_ONLY = {"copy_", "fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_"}
 
 
 class EagerKernels(TorchDispatchMode):
     """One kernel per ATen op eager runs: the bytes of every tensor it reads and
-    writes, and its FLOPs where torch.utils.flop_counter has a formula (matrix
-    products, convolutions, attention). Element-wise FLOPs are left out on both sides:
-    at FP32 rates they never decide a kernel's time (a handful per 4-byte value, where
-    the ridge is about 20 FLOPs per byte)."""
+    writes (twice for one it updates in place), and its FLOPs where
+    torch.utils.flop_counter has a formula (matrix products, convolutions, attention).
+    Element-wise FLOPs are left out on both sides: at FP32 rates they never decide a
+    kernel's time (a handful per 4-byte value, where the ridge is about 20 FLOPs per
+    byte)."""
 
     def __init__(self):
         super().__init__()
@@ -81,10 +85,13 @@ class EagerKernels(TorchDispatchMode):
             return out  # no kernel: a new view, or memory nothing is written to
         tensors = {id(t): t for t in tree_leaves((args, kwargs, out))
                    if isinstance(t, torch.Tensor)}
+        read_back = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)
+                     and name.endswith("_") and name not in WRITE_ONLY]
         count = flop_registry.get(func.overloadpacket)
         self.kernels.append({
             "op": name,
-            "bytes": sum(t.numel() * t.element_size() for t in tensors.values()),
+            "bytes": sum(t.numel() * t.element_size()
+                         for t in [*tensors.values(), *read_back]),
             "flops": count(*args, **kwargs, out_val=out) if count else 0,
             "tf32": name in CONVOLUTIONS})
         return out
