@@ -190,7 +190,11 @@ def cuda_kernels(gm, inputs, config):
                     raise
     if "code" not in seen:
         return []  # a graph with nothing to compute (it returns an input): no code
-    kernels = [{"op": name, "bytes": round(float(gb) * 1e9), "flops": int(flop or 0),
+    # kernel_flop is the FLOPs of a kernel's origin op: for a convolution's bias, ReLU
+    # (a pointwise kernel), the convolution's, which its library call counts already.
+    # Only a template (triton_tem_*, a matmul) does matrix FLOPs in a Triton kernel.
+    kernels = [{"op": name, "bytes": round(float(gb) * 1e9),
+                "flops": int(flop or 0) if name.startswith("triton_tem") else 0,
                 "tf32": False}
                for name, gb, flop in re.findall(
                    r"'kernel_name': '(\w+)'.*?'kernel_num_gb': ([\d.e+-]+)"
