@@ -112,8 +112,8 @@ def timing_band(a: dict, b: dict) -> tuple[float, float, float]:
 
 def judge(a: dict, b: dict) -> str:
     """How b compares with a, in words bound to the numbers, by the site's one rule: when the spread of the
-    ratio a/b (between processes, see timing_band) allows both faster and slower, or the ratio is within
-    5 % of 1, they are "about the same"; otherwise b is "N× faster" (or slower) than a, with N the median
+    ratio a/b (between processes, see timing_band) allows both faster and slower, or the ratio is closer to 1
+    than SAME_WITHIN, they are "about the same"; otherwise b is "N× faster" (or slower) than a, with N the median
     ratio."""
     ratio, lo, hi = timing_band(a, b)
     if lo <= 1 <= hi or 1 / SAME_WITHIN < ratio < SAME_WITHIN:
