@@ -386,8 +386,7 @@ def test_one_number_per_measurement():
 
 
 def test_pages_state_the_band_the_rule_uses():
-    """A page that says how close to 1 "about the same" is says what measures.judge applies."""
-    band = round((measures.SAME_WITHIN - 1) * 100)
-    stated = {(page.name, int(m)) for page in (records.ROOT / "docs").rglob("*.md") if "outputs" not in page.parts
-              for m in re.findall(r"median is within (\d+) % of", page.read_text())}
-    assert stated and all(n == band for _, n in stated), (band, sorted(stated))
+    """A page that says where "about the same" ends says what measures.judge applies."""
+    stated = {(page.name, float(m)) for page in (records.ROOT / "docs").rglob("*.md") if "outputs" not in page.parts
+              for m in re.findall(r"between\s+1 / ([\d.]+) and [\d.]+ \(`measures.SAME_WITHIN`\)", page.read_text())}
+    assert stated and all(n == measures.SAME_WITHIN for _, n in stated), (measures.SAME_WITHIN, sorted(stated))
