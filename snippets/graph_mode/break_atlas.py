@@ -305,8 +305,10 @@ def hash_tensor(x):
     return x + hash(x) % 2
 
 
-def hash_tensor_fixed(x):
-    return x + id(x) % 2
+def hash_tensor_fixed(x, h):
+    # hash(x) % 2, computed outside: id(x) inside would guard on the tensor's
+    # identity and recompile for every new tensor.
+    return x + h
 
 
 def locals_call(x):
@@ -584,6 +586,11 @@ def with_next():
     return (torch.randn(3, device=device), 1)
 
 
+def with_hash():
+    x = torch.randn(3, device=device)
+    return (x, hash(x) % 2)
+
+
 CAPTURE = {"capture_scalar_outputs": True}
 SHAPES = {"capture_dynamic_output_shape_ops": True}
 REORDER = {"reorderable_logging_functions": {print}}
@@ -659,8 +666,8 @@ cases = {
                     {}, "rewrite"),
     "globals_store": ("globals()[name] = ...", globals_store, "a global statement",
                       globals_store_fixed, {}, "rewrite"),
-    "hash_tensor": ("hash(tensor)", hash_tensor, "id(tensor)", hash_tensor_fixed, {},
-                    "rewrite"),
+    "hash_tensor": ("hash(tensor)", hash_tensor, "hash outside, pass it in",
+                    hash_tensor_fixed, {}, "move_out"),
     "locals_call": ("locals()", locals_call, "name the variables", locals_call_fixed,
                     {}, "rewrite"),
     "class_inside": ("a class defined inside", class_inside,
@@ -725,7 +732,7 @@ cases = {
 inputs = {"backward_inside": grad3, "autograd_grad": grad3,
           "requires_grad_inside": grad3, "module_backward_hook": grad3,
           "int_index": x3}
-fixed_inputs = {"generator_outside": with_next}
+fixed_inputs = {"generator_outside": with_next, "hash_tensor": with_hash}
 
 
 def first_message(messages):
