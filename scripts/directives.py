@@ -263,11 +263,6 @@ def tabs(bodies: list[tuple[str, str]]) -> str:
     return "\n\n".join(out) + "\n"
 
 
-def provenance(page: Page, record: records.Record) -> str:
-    link = page.link(f"{record.site_path}/{records.MANIFEST}")
-    return f'<p class="provenance">{html.escape(record.provenance())} · <a href="{link}">record</a></p>'
-
-
 def stale_warning(record: records.Record) -> str:
     if record.state != "stale":
         return ""
