@@ -14,24 +14,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-if "scripts" not in sys.modules:
-    # `mkdocs` loads this file by its path, outside its package: load the package once, by its path too.
-    import importlib.util
-
-    _here = Path(__file__).resolve().parent
-    _spec = importlib.util.spec_from_file_location("scripts", _here / "__init__.py",
-                                                   submodule_search_locations=[str(_here)])
-    sys.modules["scripts"] = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(sys.modules["scripts"])
-
-from scripts import directives, glossary, notebooks  # noqa: E402
+from scripts import directives, glossary, notebooks
 
 _DRAWN: dict[str, str] = {}  # site path -> cached figure, for on_post_build
 _CHAPTER: dict[str, str] = {}  # a notebook's src_uri -> its chapter's src_uri

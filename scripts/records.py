@@ -32,10 +32,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-try:
-    from scripts import run_env
-except ModuleNotFoundError:  # loaded by its path, as scripts/runner.py loads it in a snippet's process
-    import run_env
+from scripts import run_env
+from scripts.runner import FILES, RESULTS, SECTIONS, STDOUT
 
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
@@ -48,7 +46,7 @@ LABELS = {"cuda": "CUDA", "cpu": "CPU"}
 MANIFEST_KEYS = ("snippet", "sha256", "device", "command", "exit_status", "duration_s", "date", "environment")
 STATES = ("fresh", "stale", "failed", "corrupt", "missing")
 
-STDOUT, SECTIONS, FILES, RESULTS, MANIFEST = "stdout.txt", "sections.json", "files", "results.json", "manifest.json"
+MANIFEST = "manifest.json"  # the recorder's; the run's own files are named in scripts/runner.py
 
 # The command that remakes records, as a contributor types it after the README's set-up.
 REMAKE = ".venv/bin/python -m scripts.regenerate"

@@ -26,7 +26,7 @@ A snippet fills `results` with plain values, and with a few objects the runner k
 <key> is the value's dotted place in `results` ("traces.eager"). A reader who copies a snippet out and runs
 it sees the same output and is left with a clean folder. The recorder runs this file in a fresh process;
 the tests call `run()` in theirs. Standard library only (torch is used where the snippet brought it); the
-record's file names come from scripts/records.py.
+record's file names are defined here, and scripts/records.py reads them.
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-try:  # imported as scripts.runner (the tests, the notebook builder)
-    from scripts.records import FILES, RESULTS, SECTIONS, STDOUT
-except ImportError:  # run as `python scripts/runner.py`: scripts/ is first on the path
-    from records import FILES, RESULTS, SECTIONS, STDOUT
+# A run's folder, as a record keeps it (scripts/records.py reads these names from here): what the snippet
+# printed, what each section printed, and the snippet's working folder with its results.
+STDOUT, SECTIONS, FILES, RESULTS = "stdout.txt", "sections.json", "files", "results.json"
 
 MARKER = re.compile(r"#\s*--8<--\s*\[(start|end):([\w-]+)\]")
 TRACE_PRIVATE = ("host_name", "hostName", "traceName", "distributedInfo")
