@@ -579,137 +579,32 @@ def site_outputs(docs: Path) -> list[tuple[str, str, str, str | None]]:
     return [(src, title, *split_reference(d.args[0])) for src, title, d in site_directives(docs, "output")]
 
 
-def shown_value(value) -> str:
-    """A value for a table cell: a long list by its length."""
-    if isinstance(value, list) and len(value) > 6:
-        return f"{len(value)} items"
-    return "`" + str(value).replace("|", "\\|") + "`"
-
-
 def site_compares(docs: Path) -> list[tuple[str, str, str, str, str]]:
     """(page, title, snippet, key A, key B) of every CPU md:compare on the site, in nav order."""
     return [(src, title, *d.args) for src, title, d in site_directives(docs, "compare")
             if d.options.get("device", "cuda") == "cpu"]
 
 
-def timing_section(page: Page, timed: list) -> list[str]:
-    """The versions page's first section: each timed comparison, release by release, as a chart and a table."""
-    steady = sum(row.steady for row in timed)
-    refused = sum(len(row.refused) for row in timed)
-    rows = ["| Page | B against A | " + " | ".join(f"torch {r}" for r in sorted(
-        {r for row in timed for r in [*row.by_release, *row.refused]}, key=records.version_key)) + " |"]
-    names = rows[0].count("torch ")
-    rows.append("|---|---|" + "---|" * names)
-    ordered = sorted({r for row in timed for r in [*row.by_release, *row.refused]}, key=records.version_key)
-    for row in timed:
-        cells = []
-        for release in ordered:
-            if release in row.by_release:
-                words, ratio = row.by_release[release]
-                cells.append(f"{words} ({ratio:.2f})")
-            elif release in row.refused:
-                low, high = row.refused[release]
-                cells.append(f"not compared: processes spread {duration(low)} to {duration(high)}")
-            else:
-                cells.append("–")
-        rows.append(f"| [{row.title}]({page.md_link(row.page)}) | `{Path(row.snippet).stem}`: `{row.key_b}` "
-                    f"against `{row.key_a}` | " + " | ".join(cells) + " |")
-    summary = (f"Of the {len(timed)} timed comparisons the chapters make on the CPU, {steady} point the same way "
-               "in every release's record (faster, slower, or about the same), judged by the site's one rule. "
-               "The releases were recorded on different days on the same kind of machine, whose timings move "
-               f"between processes ([how timings are taken]({page.md_link('reproduce.md')}#how-timings-are-taken))."
-               + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh "
-                  "processes spread more than "
-                  f"{measures.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
-                  "was busy while they ran." if refused else ""))
-    figure = ""
-    if page.target != NOTEBOOK and any(row.by_release for row in timed):
-        digest = hashlib.sha256(Path(changelog.__file__).read_bytes() + Path(plots.__file__).read_bytes()
-                                + repr([vars(row) for row in timed]).encode()).hexdigest()[:20]
+def render_changes(d: Directive, page: Page) -> str:
+    """md:changes, the page "What changed between versions": scripts/changelog.py writes it; this hands it the
+    page's links, the record folders, what the chapters show and compare, and a way to place a figure."""
+
+    def figure(key: str, draw, alt: str, caption: str) -> str:
+        digest = hashlib.sha256(Path(plots.__file__).read_bytes() + key.encode()).hexdigest()[:20]
         FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
         files = {palette: FIGURE_CACHE / f"releases-{digest}.{palette}.svg" for palette in plots.PALETTES}
         for palette, cached in files.items():
             if not cached.exists():
                 colors = plots.PALETTES[palette]
-                write_atomically(cached, changelog.chart(timed, colors, plots.style(colors)))
+                write_atomically(cached, draw(colors, plots.style(colors)))
         page.figures += 1
-        caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio on '
-                   "each release (a marker per release, log scale); the shaded band is what the site calls about "
-                   "the same.</p>")
-        figure = ('<div class="mlc-figure" markdown>\n\n' + "\n".join(
-            linked_images(page, files, changelog.describe(timed))) + f"\n{caption}\n\n</div>\n")
-    return ["## Timings, release by release", "", summary, "", figure, "\n".join(rows), ""]
+        numbered = f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> {caption}</p>'
+        return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(linked_images(page, files, alt))
+                + f"\n{numbered}\n\n</div>\n")
 
-
-def render_changes(d: Directive, page: Page) -> str:
-    """The generated page "What changed between versions": from the CPU records of every torch release, each
-    output that differs (a readable diff), each count that differs, and each timed comparison per release."""
-    docs = page.docs
-    roots = {release: root for release, root in records.release_roots(page.outputs).items()
-             if records.find_records("cpu", root)}
-    if len(roots) < 2:
-        return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
-    lines = ["| torch | records | made | Python | triton | JAX | numpy |", "|---|---|---|---|---|---|---|"]
-    for release, root in sorted(roots.items(), key=lambda item: records.version_key(item[0]), reverse=True):
-        made = records.find_records("cpu", root, page.snippets)
-        fresh = sum(r.state == "fresh" for r in made)
-        dates = sorted(r.date for r in made)
-        stack = [", ".join(sorted({str(r.environment.get(key)) for r in made if r.environment.get(key)})) or "–"
-                 for key in releases.STACK]
-        main = " (the site's)" if release == records.MAIN else ""
-        lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | "
-                     + " | ".join(stack) + " |")
-    out = ["\n".join(lines), ""]
-    shown = site_outputs(docs)
-    unchanged, seen, diffs, anchored = [], set(), [], set()
-    for src, title, snippet, section in shown:
-        if (snippet, section) in seen or not (page.snippets / snippet).is_file():
-            continue
-        seen.add((snippet, section))
-        found = releases.changes(snippet, [section], "cpu", page.outputs, page.snippets)
-        link = page.md_link(src)
-        where = f"`{snippet}`" + (f" · `{section}`" if section else "")
-        if not found:
-            unchanged.append(f"[{title}]({link}): {where}")
-            continue
-        for change in found:
-            body = fenced("\n".join(change.lines), "diff")
-            also = releases.stack_changes(change.older, change.newer)
-            cause = (f" Besides torch, {', '.join(also)} changed between the two records: a line may differ "
-                     f"because of any of them." if also else "")
-            anchor = change_anchor(snippet, section)
-            if anchor not in anchored:
-                anchored.add(anchor)
-                diffs.append(f'<span id="{anchor}"></span>\n')
-            versions = releases.label(change.older, change.newer)
-            diffs.append(f'??? abstract mlc-recorded "{title}: {where}, {versions}"\n\n'
-                         f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
-                         f"{change.newer.release}; a line of context either side.{cause}\n\n{indent(body)}\n")
-    if diffs:
-        out += ["## Outputs that differ", "",
-                f"{len(diffs)} changes between consecutive releases, in the order of the chapters. Open one "
-                f"for the lines that differ.", "", *diffs]
-    counted = []
-    for snippet in records.find_snippets(page.snippets):
-        found = releases.comparable(snippet, "cpu", page.outputs, page.snippets)
-        for key, values in releases.counts(found) if len(found) > 1 else []:
-            ordered = sorted(values, key=records.version_key)
-            counted.append(f"| `{snippet}` | `{key}` | " + " → ".join(
-                f"{release}: {shown_value(values[release])}" for release in ordered) + " |")
-    if counted:
-        table = "\n".join(["| Snippet | Key | By release |", "|---|---|---|", *counted])
-        out += ["## Counts and values that differ", "",
-                f'??? info mlc-recorded "{len(counted)} values in the records\' `results.json` differ"\n\n'
-                "    Whole numbers, words and flags; measurements are in the next section.\n\n"
-                + indent(table) + "\n"]
-    timed = changelog.collect(site_compares(docs), page.outputs, page.snippets)
-    if timed:
-        out = out[:2] + timing_section(page, timed) + out[2:]
-    if unchanged:
-        out += ["## The same on every release", "",
-                f'??? success "{len(unchanged)} outputs differ only in addresses, hashes, measured numbers and '
-                f'generated names"\n\n' + indent("\n".join(f"- {item}" for item in unchanged)) + "\n"]
-    return "\n".join(out) + "\n"
+    return changelog.render(changelog.Site(
+        page.outputs, page.snippets, page.md_link, site_outputs(page.docs), site_compares(page.docs),
+        change_anchor, duration, figure if page.target != NOTEBOOK else None))
 
 
 # -------------------------------------------------------------------------------------------- the inlines
