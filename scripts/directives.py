@@ -54,7 +54,6 @@ inside fenced code blocks are code and stay as written.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import html
 import os
@@ -65,7 +64,8 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from scripts import atlas, changelog, diagrams, explorer, findings, measures, plots, records, releases
+from scripts import atlas, changelog, chapters, diagrams, explorer, findings, measures, plots, records, releases
+from scripts.chapters import fenced_segments
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.ROOT / ".cache" / "figures"
@@ -76,7 +76,6 @@ PAGE, NOTEBOOK = "page", "notebook"  # the two targets
 ARGS = r"(?P<args>(?:(?!-->).)*?)"
 BLOCK = re.compile(r"^(?P<indent>[ \t]*)<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->[ \t]*$", re.MULTILINE | re.DOTALL)
 INLINE = re.compile(r"<!--\s*md:(?P<name>[\w-]+)" + ARGS + r"-->", re.DOTALL)
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
 
 @dataclass(frozen=True)
@@ -156,49 +155,6 @@ def parse(name: str, text: str) -> Directive:
     return Directive(name, words[:count], found)
 
 
-def fence_blocks(lines: list[str]):
-    """Yield (start, end, info, indent) for each fenced code block (end is the closing line, or the last line
-    of an unclosed fence); a shorter fence inside a longer one is part of it."""
-    index = 0
-    while index < len(lines):
-        match = FENCE.match(lines[index])
-        if not match:
-            index += 1
-            continue
-        fence, close = match.group("fence"), None
-        for other in range(index + 1, len(lines)):
-            closing = FENCE.match(lines[other])
-            if closing and closing.group("fence")[0] == fence[0] and len(closing.group("fence")) >= len(fence) \
-                    and not closing.group("info").strip():
-                close = other
-                break
-        end = close if close is not None else len(lines) - 1
-        yield index, end, match.group("info").strip(), match.group("indent")
-        index = end + 1
-
-
-def fence_mask(lines: list[str]) -> list[bool]:
-    """True for each line inside (or opening or closing) a fenced code block."""
-    mask = [False] * len(lines)
-    for start, end, _, _ in fence_blocks(lines):
-        for number in range(start, end + 1):
-            mask[number] = True
-    return mask
-
-
-def fenced_segments(markdown: str) -> list[tuple[bool, str]]:
-    """Markdown as (inside a fenced code block?, text) runs, so that directives shown as code stay code."""
-    lines = markdown.splitlines(keepends=True)
-    mask = fence_mask([line.rstrip("\n") for line in lines])
-    segments: list[tuple[bool, str]] = []
-    for line, code in zip(lines, mask):
-        if segments and segments[-1][0] == code:
-            segments[-1] = (code, segments[-1][1] + line)
-        else:
-            segments.append((code, line))
-    return segments
-
-
 def block_names(markdown: str) -> list[str]:
     """The block directives (output, figure, records) standing outside code in some Markdown."""
     return [m.group("name") for code, text in fenced_segments(markdown) if not code
@@ -209,20 +165,27 @@ def block_names(markdown: str) -> list[str]:
 
 
 class Page:
-    """What the directives of one chapter share while it is rendered for one target: its source and URL, its
-    figure count, the devices its outputs lack (page), and the outputs that already sit under their code
-    cells and the images drawn for the cell being built (notebook)."""
+    """What the directives of one page share while it is rendered for the site: its source and URL, its
+    figure count, and the figures drawn for it. A notebook's page (scripts/notebooks.py NotebookPage) has
+    target NOTEBOOK and keeps the notebook's own state: which outputs sit under code cells, and the images
+    attached to the cell being built."""
 
-    def __init__(self, src_uri: str, url: str, target: str = PAGE, snippets: Path = records.SNIPPETS,
-                 outputs: Path = records.OUTPUTS, docs: Path = records.ROOT / "docs"):
-        if target not in (PAGE, NOTEBOOK):
-            raise ValueError(f"target={target}: expected {PAGE} or {NOTEBOOK}")
-        self.src_uri, self.url, self.target, self.snippets, self.outputs = src_uri, url, target, snippets, outputs
+    target = PAGE
+
+    def __init__(self, src_uri: str, url: str, snippets: Path = records.SNIPPETS, outputs: Path = records.OUTPUTS,
+                 docs: Path = chapters.DOCS):
+        self.src_uri, self.url, self.snippets, self.outputs = src_uri, url, snippets, outputs
         self.docs = docs  # every page, for the directives that read across the site (md:changes)
         self.figures = 0
         self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
-        self.shown: set[tuple[str, str | None]] = set()  # notebook: (snippet, section) of each code cell
-        self.attachments: dict[str, dict] = {}  # notebook: images for the Markdown cell being built
+
+    def under_code(self, snippet: str, section: str | None) -> bool:
+        """Whether a notebook already shows this output under its code cell; a page shows every output."""
+        return False
+
+    def attach(self, name: str, mime: str, data: bytes) -> str:
+        """A notebook attaches an image to the cell being built and links to it; a page links to files."""
+        raise DirectiveError(f"{self.src_uri}: only a notebook attaches images ({name})")
 
     def record(self, snippet: str, device: str) -> records.Record:
         if not (self.snippets / snippet).is_file():
@@ -282,7 +245,7 @@ def render_output(d: Directive, page: Page) -> str:
     snippet, section = split_reference(d.args[0])
     languages = dict.fromkeys(DEVICES, "text")
     languages.update(parse_languages(d.options.get("lang")))
-    if page.target == NOTEBOOK and (snippet, section) in page.shown:
+    if page.under_code(snippet, section):
         return ""  # it sits under its code cell
     bodies = []
     for record in page.recorded(snippet):
@@ -517,10 +480,9 @@ def figure_for_notebook(page: Page, record: records.Record, name: str, found: di
     else:
         alt, files = chart(record, name, found)
         drawn = files["light"].read_text()
-    key = f"figure-{page.figures}-{name}.svg"
-    page.attachments[key] = {"image/svg+xml": base64.b64encode(drawn.encode()).decode()}
+    link = page.attach(f"figure-{page.figures}-{name}.svg", "image/svg+xml", drawn.encode())
     alt = alt.replace("[", "(").replace("]", ")").replace("\n", " ")
-    return f"![{alt}](attachment:{key})"
+    return f"![{alt}]({link})"
 
 
 def render_records(d: Directive, page: Page) -> str:
@@ -548,9 +510,7 @@ def render_records(d: Directive, page: Page) -> str:
 
 def site_pages(docs: Path) -> list[tuple[str, str, str]]:
     """(page, its title, its Markdown) of every page, in the order of mkdocs.yml's nav, then the others."""
-    config = docs.parent / "mkdocs.yml"
-    nav = re.findall(r"^\s*-\s*(?:[^:]+:\s*)?(\S+\.md)\s*$", config.read_text() if config.is_file() else "",
-                     re.MULTILINE)
+    nav = chapters.nav(docs.parent)
     names = sorted((p.relative_to(docs).as_posix() for p in docs.rglob("*.md")),
                    key=lambda name: (nav.index(name) if name in nav else len(nav), name))
     found = []
@@ -774,9 +734,8 @@ def render_findings(d: Directive, page: Page) -> str:
                        + (f"{missing} rows have no model. " if missing else ""))
         tables.append(("\n".join(model_rows), "\n".join(model_items)))
     if page.target == NOTEBOOK:
-        key = "findings.svg"
-        page.attachments[key] = {"image/svg+xml": base64.b64encode(files["light"].read_bytes()).decode()}
-        text = f"![{alt}](attachment:{key})\n\n{summary}\n\n{tables[0][0]}\n"
+        link = page.attach("findings.svg", "image/svg+xml", files["light"].read_bytes())
+        text = f"![{alt}]({link})\n\n{summary}\n\n{tables[0][0]}\n"
         return text + (f"\n{model_intro}\n\n{tables[1][0]}\n" if model_intro else "")
     page.figures += 1
     images = [f'<span class="mlc-wide">{"".join(linked_images(page, files, alt))}</span>',

@@ -20,7 +20,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from scripts import directives, glossary, notebooks
+from scripts import chapters, directives, glossary, notebooks
 
 _DRAWN: dict[str, str] = {}  # site path -> cached figure, for on_post_build
 _CHAPTER: dict[str, str] = {}  # a notebook's src_uri -> its chapter's src_uri
@@ -30,11 +30,10 @@ _CHAPTER: dict[str, str] = {}  # a notebook's src_uri -> its chapter's src_uri
 def on_files(files, config):
     try:
         names = notebooks.write_all()
-    except notebooks.NotebookError as error:
+    except chapters.ChapterError as error:
         raise PluginError(str(error)) from None
     _CHAPTER.clear()
-    for page in notebooks.chapter_pages():
-        _CHAPTER[notebooks.notebook_name(page)] = page.relative_to(notebooks.DOCS).as_posix()
+    _CHAPTER.update(chapters.notebooks())
     for name in names:
         files.append(File(name, str(notebooks.CACHE), config["site_dir"], config["use_directory_urls"]))
     return files
@@ -61,7 +60,7 @@ def on_page_markdown(markdown, page, config, files):
         raise PluginError(str(error)) from None
     _DRAWN.update(state.drawn)
     if page.file.src_uri != glossary.PAGE:
-        markdown += glossary.abbreviations(notebooks.DOCS)
+        markdown += glossary.abbreviations(chapters.DOCS)
     head = notebook_link(state)
     if head:
         # After the first heading, so the title stays first.

@@ -6,8 +6,8 @@ content under .cache/notebooks/; they are never committed. To have them outside 
     python -m scripts.notebooks                 # write every notebook to .cache/notebooks/notebooks/
     python -m scripts.notebooks --out DIR       # ... or to DIR
 
-A notebook is its chapter. Every page under docs/ that includes snippet sections
-(`--8<-- "snippets/x/y.py:SECTION"` in a fenced code block that is not a ```markdown example) gets one:
+A notebook is its chapter. Every page under docs/ that includes snippet sections gets one (scripts/chapters.py
+says which pages, which sections each notebook runs and which plumbing it leaves out):
 
 - a first cell with the chapter's title, a link back to the chapter, and where the outputs were recorded;
 - where a snippet imports triton, a visible cell that chooses Triton's interpreter when torch sees no GPU,
@@ -31,35 +31,41 @@ The same pages, snippets and records give the same bytes.
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
-import builtins
 import hashlib
 import html
 import re
 import sys
-import textwrap
-from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import nbformat
 from nbformat import v4
 
-from scripts import directives, records
-from scripts.directives import fence_blocks, fence_mask
-from scripts.runner import section_lines
+from scripts import chapters, directives, records
+from scripts.chapters import (
+    ChapterError,
+    Include,
+    Snippet,
+    chapter_pages,
+    fence_blocks,
+    fence_mask,
+    includes,
+    is_example,
+    notebook_name,
+    out_of_order,
+    page_includes,
+    page_snippets,
+    page_url,
+    site_name,
+    site_url,
+)
 
 ROOT = records.ROOT
-DOCS = ROOT / "docs"
 CACHE = ROOT / ".cache" / "notebooks"  # src_dir of the built notebooks: CACHE/notebooks/<name>.ipynb
-FOLDER = "notebooks"  # where they sit in the site
-SKIP_DIRS = ("outputs", "notebooks", "figures", "assets")
 # The code that builds a notebook: a change to it rebuilds every notebook.
-CODE = [Path(__file__), Path(directives.__file__), ROOT / "scripts" / "plots.py", ROOT / "scripts" / "diagrams.py"]
+CODE = [Path(__file__), Path(chapters.__file__), Path(directives.__file__), ROOT / "scripts" / "plots.py",
+        ROOT / "scripts" / "diagrams.py"]
 
-INCLUDE = re.compile(r"""^[ \t]*--8<--[ \t]+(["'])snippets/(?P<snippet>[^"':]+\.py)"""
-                     r"""(?::(?P<section>[^"']+))?\1[ \t]*$""")
 # What the recorder and the suite set before a snippet starts, as a cell a reader sees and runs first.
 TRITON_SETUP = """\
 # Without a GPU, this chapter's Triton kernels run in Triton's interpreter (on NumPy),
@@ -70,9 +76,6 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")"""
-ADMONITION = re.compile(r"""^(?P<indent>[ \t]*)(?P<mark>!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)"""
-                        r"""(?P<classes>(?:[ \t]+[\w-]+)*)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$""")
-TAB = re.compile(r"""^(?P<indent>[ \t]*)===(?P<new>!)?[+]?[ \t]+"(?P<title>[^"]*)"[ \t]*$""")
 HEADING = re.compile(r"^#{1,6}[ \t]+\S")
 JAX_SECTION = ("## The same in JAX\n\nOn the site these cells sit in JAX tabs beside the PyTorch code above; "
                "here they run after it, in the order the chapter shows them.")
@@ -81,306 +84,48 @@ LINK = re.compile(r"(!?\[(?:[^\[\]]|\[[^\[\]]*\])*\])\((?P<target>[^()\s]+)(?P<r
 ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*[.#][^}\n]*\}")
 
 
-class NotebookError(Exception):
+class NotebookError(ChapterError):
     """A page the builder cannot turn into a notebook; the message names the page."""
 
 
-@cache
-def site_name() -> str:
-    return site_config()[2]
+class NotebookPage(directives.Page):
+    """The directives' page while a notebook is built: the outputs that already sit under their code cells,
+    and the images attached to the Markdown cell being built."""
 
+    target = directives.NOTEBOOK
 
-# ------------------------------------------------------------------------------------------- snippets
+    def __init__(self, src_uri: str, url: str, **where):
+        super().__init__(src_uri, url, **where)
+        self.shown: set[tuple[str, str | None]] = set()  # (snippet, section) of each code cell so far
+        self.attachments: dict[str, dict] = {}
 
+    def under_code(self, snippet: str, section: str | None) -> bool:
+        return (snippet, section) in self.shown
 
-def bound_names(tree: ast.AST) -> set[str]:
-    """Every name a piece of code binds anywhere in it: assignments, loop and `with` targets, functions,
-    classes, their arguments, imports and caught exceptions (scopes aside: a lenient test)."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return names
-
-
-def is_plumbing(node: ast.stmt) -> bool:
-    """A statement that only feeds the recorder: it assigns to, updates or reads the `results` dict."""
-    return any(isinstance(n, ast.Name) and n.id == "results" for n in ast.walk(node))
-
-
-BODIES = ("body", "orelse", "finalbody")
-
-
-@dataclass
-class Snippet:
-    """One snippet file: its lines, its sections, and the lines a notebook leaves out."""
-
-    name: str
-    lines: list[str]
-    sections: dict[str, tuple[int, int]]  # name -> (first, last) line, 1-based, markers excluded
-    drop: set[int] = field(default_factory=set)  # plumbing, marker and docstring lines
-    passes: dict[int, str] = field(default_factory=dict)  # a line that becomes `pass` (an emptied block)
-    done: int = 0  # the last line already in a cell
-
-    @classmethod
-    def load(cls, name: str) -> Snippet:
-        path = records.SNIPPETS / name
-        source = path.read_text()
-        snippet = cls(name, source.splitlines(), section_lines(source))
-        for number, line in enumerate(snippet.lines, start=1):
-            if "--8<--" in line and re.search(r"\[(start|end):", line):
-                snippet.drop.add(number)
-        body = ast.parse(source, filename=str(path)).body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            snippet.drop_lines(body[0])  # the module docstring: the notebook's prose says it
-        snippet.prune(body, top=True)
-        snippet.check_dropped(body)
-        return snippet
-
-    def check_dropped(self, body: list[ast.stmt]) -> None:
-        """The plumbing rule's other half: a statement left out of the notebook may bind no name that the code
-        kept in it reads, or a reader's run stops with a NameError on a branch the recorder never took."""
-        kept = ast.parse(self.text(1, len(self.lines)))
-        read = {n.id for n in ast.walk(kept) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        read -= bound_names(kept) | set(dir(builtins))  # what kept code defines for itself is no loss
-        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if not isinstance(node, ast.stmt) or not self.dropped(node):
-                continue
-            if lost := sorted((bound_names(node) & read) - {"results"}):
-                raise NotebookError(
-                    f"snippets/{self.name}:{node.lineno}: the notebook leaves this statement out (it touches "
-                    f"`results`), but only it defines {', '.join(f'`{name}`' for name in lost)}, which code the "
-                    f"notebook keeps reads; keep `results` out of it")
-
-    def dropped(self, node: ast.stmt) -> bool:
-        """Whether every line of a statement is left out of the notebook."""
-        first, last = self.span(node)
-        return set(range(first, last + 1)) <= self.drop
-
-    @staticmethod
-    def span(node: ast.stmt) -> tuple[int, int]:
-        return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]), node.end_lineno
-
-    def drop_lines(self, node: ast.stmt, comments: bool = False) -> None:
-        first, last = self.span(node)
-        self.drop.update(range(first, last + 1))
-        if comments:  # the comment block right above a dropped statement explains the plumbing
-            number = first - 1
-            while number >= 1 and self.lines[number - 1].strip().startswith("#") \
-                    and "--8<--" not in self.lines[number - 1]:
-                self.drop.add(number)
-                number -= 1
-
-    def prune(self, body: list[ast.stmt], top: bool = False) -> bool:
-        """Drop the plumbing in a block; True when nothing else is left in it."""
-        left = 0
-        for node in body:
-            if self.inside_section(node):
-                left += 1  # shown code is shown as written; the protocol keeps plumbing out of it
-                continue
-            inner = [getattr(node, name) for name in BODIES if getattr(node, name, None)]
-            inner += [[h] for h in getattr(node, "handlers", [])]
-            header = [v for name, v in ast.iter_fields(node) if name not in BODIES and name != "handlers"]
-            header_reads = any(is_plumbing(p) for v in header for p in (v if isinstance(v, list) else [v])
-                               if isinstance(p, ast.AST))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not inner:
-                if is_plumbing(node):
-                    self.drop_lines(node, comments=top)
-                    continue
-            elif header_reads or all([self.prune(block) for block in inner]):
-                self.drop_lines(node, comments=top)
-                continue
-            else:
-                for block in inner:
-                    if block and all(self.dropped(n) for n in block):
-                        first = self.span(block[0])[0]
-                        indent = re.match(r"[ \t]*", self.lines[first - 1]).group(0)
-                        self.passes[first] = indent + "pass"
-            left += 1
-        return left == 0
-
-    def inside_section(self, node: ast.stmt) -> bool:
-        first, last = self.span(node)
-        return any(a <= first and last <= b for a, b in self.sections.values())
-
-    def section(self, name: str) -> tuple[int, int]:
-        if name not in self.sections:
-            known = ", ".join(sorted(self.sections)) or "none"
-            raise NotebookError(f"snippets/{self.name} has no section '{name}' (its sections: {known})")
-        return self.sections[name]
-
-    def text(self, first: int, last: int, dedent: bool = False) -> str:
-        """The source of lines first..last without markers and plumbing, blank runs squeezed."""
-        out = [self.passes.get(n, self.lines[n - 1].rstrip()) for n in range(first, last + 1)
-               if n not in self.drop or n in self.passes]
-        text = "\n".join(out)
-        if dedent:
-            text = textwrap.dedent(text)
-        return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+    def attach(self, name: str, mime: str, data: bytes) -> str:
+        self.attachments[name] = {mime: base64.b64encode(data).decode()}
+        return f"attachment:{name}"
 
 
 # ------------------------------------------------------------------------------------------- pages
 
 
-@dataclass
-class Include:
-    snippet: str
-    section: str | None
-
-
-def is_example(info: str) -> bool:
-    """A ```markdown fence shows page source as text: the snippet lines in it are an example."""
-    return re.match(r"\{?\.?(markdown|md)\b", info) is not None
-
-
-def includes(lines: list[str]) -> list[Include]:
-    return [Include(m.group("snippet"), m.group("section")) for m in map(INCLUDE.match, lines) if m]
-
-
-def page_includes(text: str) -> list[Include]:
-    """Every snippet section a page shows, in page order (examples in ```markdown fences left out)."""
-    lines = text.splitlines()
-    found = []
-    for start, end, info, _ in fence_blocks(lines):
-        if not is_example(info):
-            found += includes(lines[start + 1:end])
-    return found
-
-
-def page_snippets(text: str) -> set[str]:
-    """The snippets a page shows, each once."""
-    return {include.snippet for include in page_includes(text)}
-
-
-def out_of_order(text: str) -> list[str]:
-    """For each snippet a page shows out of file order (or twice), one line saying how."""
-    problems = []
-    shown: dict[str, list[str]] = {}
-    for include in page_includes(text):
-        if include.section:
-            shown.setdefault(include.snippet, []).append(include.section)
-    for name, sections in shown.items():
-        path = records.SNIPPETS / name
-        order = list(section_lines(path.read_text())) if path.is_file() else []
-        if [s for s in order if s in sections] != sections:
-            problems.append(f"snippets/{name}: the page shows {', '.join(sections)}; the file holds "
-                            f"{', '.join(s for s in order if s in sections)}")
-    return problems
-
-
-def chapter_pages() -> list[Path]:
-    return [page for page in sorted(DOCS.rglob("*.md"))
-            if page.relative_to(DOCS).parts[0] not in SKIP_DIRS and page_includes(page.read_text())]
-
-
-def notebook_name(page: Path) -> str:
-    """Its path in the site, e.g. notebooks/dissecting__graphs.ipynb for docs/dissecting/graphs.md."""
-    return f"{FOLDER}/" + page.relative_to(DOCS).with_suffix("").as_posix().replace("/", "__") + ".ipynb"
-
-
-def block_end(lines: list[str], start: int, indent: str) -> int:
-    """The index after the indented body that starts below lines[start]."""
-    inner = len(indent.expandtabs(4)) + 4
-    end, last = start + 1, start
-    while end < len(lines):
-        line = lines[end]
-        if line.strip() and len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) < inner:
-            break
-        if line.strip():
-            last = end
-        end += 1
-    return last + 1
-
-
-def plain_blocks(lines: list[str], aside: list[list[str]] | None = None) -> list[str]:
-    """Admonitions become a bold title over the quoted body, collapsed ones (quiz questions) an HTML
-    <details> with the title as its summary; of a set of content tabs, the first tab's body stays, and a later
-    "JAX" tab's body goes to `aside` (the notebook's JAX section at its end). Fenced code stays as it is
-    (dedented with its block)."""
-    mask = fence_mask(lines)
-    out: list[str] = []
-    index = 0
-    in_set = None  # the indent of the tab set being read
-    while index < len(lines):
-        line = lines[index]
-        admonition = None if mask[index] else ADMONITION.match(line)
-        tab = None if mask[index] else TAB.match(line)
-        if not (admonition or tab):
-            if line.strip() and not mask[index] and in_set is not None \
-                    and len(line) - len(line.lstrip()) <= len(in_set):
-                in_set = None  # prose at the set's indent ends it
-            out.append(line)
-            index += 1
-            continue
-        match = admonition or tab
-        indent = match.group("indent")
-        end = block_end(lines, index, indent)
-        body = textwrap.dedent("\n".join(lines[index + 1:end]).expandtabs(4)).splitlines()
-        body = plain_blocks(body, aside)
-        while body and not body[0].strip():
-            body.pop(0)
-        if tab:
-            first = in_set != indent or tab.group("new")
-            in_set = indent
-            block = body if first else []
-            if not first and tab.group("title") == "JAX" and aside is not None:
-                aside.append(body)
-        else:
-            in_set = None
-            title = admonition.group("title")
-            if title is None:
-                title = admonition.group("kind").replace("-", " ").capitalize()
-            # A snippet include must stay at the top level to become a cell, a block directive to be
-            # rendered: such a body is not quoted.
-            quoted = not includes(body) and not directives.block_names("\n".join(body))
-            if admonition.group("mark") == "???" and quoted:  # collapsed on the site: collapsed here too
-                summary = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(title or "Details"))
-                block = ["<details>", f"<summary><b>{summary}</b></summary>", "", *body, "", "</details>"]
-            else:
-                block = ([f"**{title}**", ""] if title else []) + (
-                    [f"> {b}".rstrip() for b in body] if quoted else body)
-        out += [indent + b if b else "" for b in block]
-        if block:
-            out.append("")
-        index = end
-    return out
+def as_markdown(admonition: re.Match, body: list[str]) -> list[str]:
+    """An admonition as a bold title over the quoted body, a collapsed one (a quiz question) as an HTML
+    <details> with the title as its summary."""
+    title = admonition.group("title")
+    if title is None:
+        title = admonition.group("kind").replace("-", " ").capitalize()
+    # A snippet include must stay at the top level to become a cell, a block directive to be
+    # rendered: such a body is not quoted.
+    quoted = not includes(body) and not directives.block_names("\n".join(body))
+    if admonition.group("mark") == "???" and quoted:  # collapsed on the site: collapsed here too
+        summary = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(title or "Details"))
+        return ["<details>", f"<summary><b>{summary}</b></summary>", "", *body, "", "</details>"]
+    return ([f"**{title}**", ""] if title else []) + ([f"> {b}".rstrip() for b in body] if quoted else body)
 
 
 # ------------------------------------------------------------------------------------------- links
-
-
-@cache
-def site_config() -> tuple[bool, str, str, str]:
-    """(use_directory_urls, site_dir, site_name, site_url) as mkdocs.yml sets them (site_url from SITE_URL
-    where the environment sets it, as the publishing workflow does)."""
-    from mkdocs.utils import yaml_load
-
-    with open(ROOT / "mkdocs.yml") as handle:
-        config = yaml_load(handle) or {}
-    return (config.get("use_directory_urls", True), str(ROOT / config.get("site_dir", "site")), config["site_name"],
-            config.get("site_url") or "http://127.0.0.1:8000/")
-
-
-def page_url(src: str) -> str:
-    """The URL (relative to the site root) mkdocs gives docs/<src>; a notebook's as mkdocs-jupyter does."""
-    from mkdocs.structure.files import File
-
-    use_directory_urls, site_dir, *_ = site_config()
-    file = File(src, str(DOCS), site_dir, use_directory_urls)
-    if src.endswith(".ipynb"):
-        from mkdocs_jupyter.plugin import NotebookFile
-
-        return NotebookFile(file, use_directory_urls, site_dir).url
-    return file.url
 
 
 def site_link(target: str, page: str, notebook: str) -> str:
@@ -400,7 +145,7 @@ def site_link(target: str, page: str, notebook: str) -> str:
             parts.append(part)
     src = "/".join(parts)
     url = page_url(src) if src.endswith(".md") else src
-    return site_config()[3].rstrip("/") + "/" + url.lstrip("/") + hash_ + anchor
+    return site_url().rstrip("/") + "/" + url.lstrip("/") + hash_ + anchor
 
 
 def caption_as_markdown(prose: str) -> str:
@@ -416,7 +161,7 @@ def caption_as_markdown(prose: str) -> str:
 def outside_code(text: str, change) -> str:
     """Apply change() to the text outside inline code spans and fenced blocks."""
     out = []
-    for is_code, part in directives.fenced_segments(text):
+    for is_code, part in chapters.fenced_segments(text):
         out.append(part if is_code else outside_spans(part, change))
     return "".join(out)
 
@@ -454,30 +199,27 @@ def best_record(snippet: str) -> records.Record | None:
 class Builder:
     def __init__(self, page: Path):
         self.page = page
-        self.src = page.relative_to(DOCS).as_posix()
+        self.src = page.relative_to(chapters.DOCS).as_posix()
         self.notebook = notebook_name(page)
-        self.state = directives.Page(self.src, page_url(self.notebook), target=directives.NOTEBOOK)
+        self.state = NotebookPage(self.src, page_url(self.notebook))
         self.cells: list = []
         self.snippets: dict[str, Snippet] = {}
+        self.done: dict[str, int] = {}  # snippet -> the last of its lines already in a cell
         self.ids: set[str] = set()
 
     def fail(self, message: str) -> NotebookError:
         return NotebookError(f"{self.src}: {message}")
 
     def build(self) -> nbformat.NotebookNode:
-        from mkdocs.utils.meta import get_data
-
-        text, meta = get_data(self.page.read_text())  # front matter is the page's settings, not its prose
+        text, meta = chapters.front_matter(self.page.read_text())
         if problems := out_of_order(text):
             raise self.fail("shows sections out of file order: " + "; ".join(problems))
         try:
             text = directives.conditionals(text, self.state)  # the branches of md:recorded the site shows
         except directives.DirectiveError as error:
             raise NotebookError(str(error)) from None
-        aside: list[list[str]] = []
-        lines = plain_blocks(text.splitlines(), aside)
-        if aside:  # the page's JAX tabs, which sit beside the PyTorch code on the site, run after it here
-            lines += ["", JAX_SECTION, ""] + [line for body in aside for line in [*body, ""]]
+        # The page's JAX tabs, which sit beside the PyTorch code on the site, run after it here.
+        lines = chapters.notebook_markdown(text, as_markdown, JAX_SECTION)
         title = meta.get("title") or next((line[2:].strip() for line in lines if line.startswith("# ")),
                                           self.page.stem)
         used = page_includes("\n".join(lines))
@@ -558,7 +300,7 @@ class Builder:
 
         def link(match: re.Match) -> str:
             if match.group(1).startswith("!") and (embedded := self.embed(match.group("target"))):
-                return f"{match.group(1)}(attachment:{embedded})"
+                return f"{match.group(1)}({embedded})"
             return f"{match.group(1)}({site_link(match.group('target'), self.src, self.notebook)}{match.group('rest')})"
 
         text = outside_code(text, lambda part: LINK.sub(link, part))
@@ -575,15 +317,15 @@ class Builder:
 
     def embed(self, target: str) -> str | None:
         """An image of the site's own (a drawn diagram, an illustration), attached to the cell being built, so
-        the notebook shows it wherever it is opened; its attachment name, or None for another target."""
+        the notebook shows it wherever it is opened; its link (attachment:NAME), or None for another target."""
         kinds = {".svg": "image/svg+xml", ".png": "image/png"}
         if re.match(r"^[a-z][a-z0-9+.-]*:|^/", target):
             return None
-        path = (DOCS / Path(self.src).parent / target.split("#")[0]).resolve()
-        if path.suffix not in kinds or not path.is_file() or DOCS.resolve() not in path.parents:
+        docs = chapters.DOCS
+        path = (docs / Path(self.src).parent / target.split("#")[0]).resolve()
+        if path.suffix not in kinds or not path.is_file() or docs.resolve() not in path.parents:
             return None
-        self.state.attachments[path.name] = {kinds[path.suffix]: base64.b64encode(path.read_bytes()).decode()}
-        return path.name
+        return self.state.attach(path.name, kinds[path.suffix], path.read_bytes())
 
     def markdown(self, text: str, attachments: dict | None = None):
         cell = v4.new_markdown_cell(text, id=cell_id("md", text, self.ids))
@@ -605,15 +347,15 @@ class Builder:
         snippet = self.snippet(include.snippet)
         try:
             first, last = snippet.section(include.section) if include.section else (1, len(snippet.lines))
-        except NotebookError as error:
+        except ChapterError as error:
             raise self.fail(str(error)) from None
-        hidden = snippet.text(snippet.done + 1, first - 1)
+        hidden = snippet.text(self.done.get(include.snippet, 0) + 1, first - 1)
         if hidden.strip():
             self.cells.append(v4.new_code_cell(hidden, id=cell_id("setup", include.snippet + hidden, self.ids),
                                                metadata={"jupyter": {"source_hidden": True},
                                                          "tags": ["hide-input"],
                                                          "mlc": {"snippet": include.snippet, "setup": True}}))
-        snippet.done = last
+        self.done[include.snippet] = last
         source = snippet.text(first, last, dedent=True)
         record = best_record(include.snippet)
         outputs, metadata = [], {"mlc": {"snippet": include.snippet, "section": include.section}}
@@ -640,7 +382,7 @@ def inputs_key(page: Path) -> str:
     manifests (a new record writes a new one) and the code that builds it."""
     digest = hashlib.sha256()
     text = page.read_text()
-    parts = [page.relative_to(DOCS).as_posix().encode(), text.encode(), *(p.read_bytes() for p in CODE)]
+    parts = [page.relative_to(chapters.DOCS).as_posix().encode(), text.encode(), *(p.read_bytes() for p in CODE)]
     for name in sorted(page_snippets(text)):
         path = records.SNIPPETS / name
         parts.append(path.read_bytes() if path.is_file() else name.encode())
@@ -654,8 +396,8 @@ def inputs_key(page: Path) -> str:
 
 def write_all(out: Path = CACHE) -> list[str]:
     """Build every chapter's notebook into out/notebooks/, rebuilding only those whose inputs changed, and
-    remove the others; return their names. A page that cannot become a notebook raises NotebookError."""
-    folder = out / FOLDER
+    remove the others; return their names. A page that cannot become a notebook raises ChapterError."""
+    folder = out / chapters.FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for page in chapter_pages():
@@ -667,23 +409,23 @@ def write_all(out: Path = CACHE) -> list[str]:
             directives.write_atomically(key_file, key)
         names.append(name)
     for stale in folder.iterdir():
-        if stale.suffix in (".ipynb", ".key") and f"{FOLDER}/{stale.with_suffix('.ipynb').name}" not in names:
+        if stale.suffix in (".ipynb", ".key") and f"{chapters.FOLDER}/{stale.with_suffix('.ipynb').name}" not in names:
             stale.unlink()
     return names
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=CACHE, help=f"write into OUT/{FOLDER}/ (default: {CACHE})")
+    parser.add_argument("--out", type=Path, default=CACHE, help=f"write into OUT/{chapters.FOLDER}/ (default: {CACHE})")
     args = parser.parse_args(argv)
     try:
         names = write_all(args.out.resolve())
-    except NotebookError as error:
+    except ChapterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     for name in names:
         print(args.out / name)
-    print(f"notebooks: {len(names)} built in {args.out / FOLDER}")
+    print(f"notebooks: {len(names)} built in {args.out / chapters.FOLDER}")
     return 0
 
 

@@ -96,16 +96,16 @@ def chapter_of(config) -> dict | None:
     page = config.getoption("--chapter", None)
     if not page:
         return None
-    from scripts import notebooks
+    from scripts import chapters
 
     path = (ROOT / page).resolve()
-    if not path.is_file() or notebooks.DOCS not in path.parents:
+    if not path.is_file() or chapters.DOCS not in path.parents:
         raise pytest.UsageError(f"--chapter {page}: no such page under docs/")
-    src = path.relative_to(notebooks.DOCS).as_posix()
+    src = path.relative_to(chapters.DOCS).as_posix()
     stem = src.removesuffix(".md")
     url = "" if stem == "index" else stem.removesuffix("/index") + "/"
-    snippets = notebooks.page_snippets(path.read_text())
-    return {"snippets": snippets, "notebook": notebooks.notebook_name(path), "urls": {url, url.rstrip("/"), src}}
+    snippets = chapters.page_snippets(path.read_text())
+    return {"snippets": snippets, "notebook": chapters.notebook_name(path), "urls": {url, url.rstrip("/"), src}}
 
 
 def in_chapter(item, chosen: dict) -> bool:

@@ -64,9 +64,9 @@ def page_urls() -> list[str]:
     """The URL of every page the site builds, from docs/ (Markdown pages and notebooks)."""
     docs = ROOT / "docs"
     urls = []
-    from scripts import notebooks  # built with the site, from the chapters
+    from scripts import chapters  # notebooks are built with the site, one per chapter
 
-    sources = sorted(docs.rglob("*.md")) + [docs / notebooks.notebook_name(p) for p in notebooks.chapter_pages()]
+    sources = sorted(docs.rglob("*.md")) + [docs / name for name in chapters.notebooks()]
     for source in sources:
         relative = source.relative_to(docs)
         if relative.parts[0] in ("outputs", "assets", "figures"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import directives, measures, records
+from scripts import directives, measures, notebooks, records
 
 SOURCE = "# --8<-- [start:main]\nprint('hi')\n# --8<-- [end:main]\n"
 SNIPPET = "demo/hello.py"
@@ -59,7 +59,9 @@ def write_record(tree: Path, device: str, source: str = SOURCE, results: dict | 
 
 def page(tree: Path, src_uri: str = "chapter.md", url: str = "chapter/",
          target: str = directives.PAGE) -> directives.Page:
-    return directives.Page(src_uri, url, target, snippets=tree / "snippets", outputs=tree / "outputs")
+    """The page being rendered; for the notebook target, the notebook's page, which keeps its cells' state."""
+    kind = notebooks.NotebookPage if target == directives.NOTEBOOK else directives.Page
+    return kind(src_uri, url, snippets=tree / "snippets", outputs=tree / "outputs")
 
 
 def expand(tree: Path, markdown: str, on: directives.Page | None = None) -> str:
@@ -596,6 +598,7 @@ def test_the_notebook_target_embeds_a_graph_as_an_image_and_numbers_it(tree):
     text = expand(tree, f'<!-- md:figure {SNIPPET} graph\n     caption="The graph." -->\n', state)
     assert text.startswith("![Computation graph (graph 1: sin).](attachment:") and "**Figure 1.** The graph." in text
     assert "Drawn from the CPU record of `snippets/demo/hello.py`" in text and "<div" not in text
+    assert list(state.attachments) == ["figure-1-graph.svg"], "the notebook's page keeps the cell's image"
 
 
 def test_a_recorded_number_is_underlined_and_a_recorded_phrase_is_not(tree):

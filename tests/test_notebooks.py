@@ -14,11 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from scripts import notebook_runs, notebooks, records
+from scripts import chapters, notebook_runs, notebooks, records
 
 ROOT = notebooks.ROOT
-NAMES = [notebooks.notebook_name(page) for page in notebooks.chapter_pages()]
-PLUMBING = ("results[", "results =", "SNIPPET_OUTPUT_DIR", "json.dump")
+NAMES = list(chapters.notebooks())
 
 
 def ids(names):
@@ -35,24 +34,34 @@ def built(tmp_path_factory):
 
 def test_every_chapter_with_snippets_has_a_notebook_and_none_is_committed(built):
     assert set(built) == set(NAMES) and "notebooks/eager-mode.ipynb" in built
-    assert not list((notebooks.DOCS / "notebooks").glob("*.ipynb")), "notebooks are built with the site"
+    assert not list((chapters.DOCS / "notebooks").glob("*.ipynb")), "notebooks are built with the site"
+
+
+def test_each_notebook_runs_the_snippets_its_chapter_says_in_that_order(built):
+    """The builder and the chapter model (scripts/chapters.py notebook_snippets) agree on what a notebook runs."""
+    for name, page in chapters.notebooks().items():
+        cells = [c.metadata["mlc"]["snippet"] for c in built[name].cells
+                 if c.cell_type == "code" and "snippet" in c.metadata.get("mlc", {})]
+        expected = chapters.notebook_snippets(chapters.DOCS / page)
+        assert list(dict.fromkeys(cells)) == expected, name
+        assert built[name].metadata["mlc"]["snippets"] == sorted(expected), name
 
 
 def test_pages_show_each_snippets_sections_in_file_order():
-    problems = [f"{page.relative_to(ROOT)}: {problem}" for page in notebooks.chapter_pages()
-                for problem in notebooks.out_of_order(page.read_text())]
+    problems = [f"{page.relative_to(ROOT)}: {problem}" for page in chapters.chapter_pages()
+                for problem in chapters.out_of_order(page.read_text())]
     assert not problems, "\n".join(problems)
 
 
 def test_a_page_out_of_file_order_is_found_and_refused(tmp_path, monkeypatch):
     snippet = "eager_mode/complex_activation.py"
-    order = list(notebooks.section_lines((records.SNIPPETS / snippet).read_text()))
+    order = list(chapters.section_lines((records.SNIPPETS / snippet).read_text()))
     assert len(order) >= 2
     fence = '```python\n--8<-- "snippets/{}:{}"\n```\n'
     page = "# A page\n\n" + fence.format(snippet, order[1]) + "\n" + fence.format(snippet, order[0])
-    (problem,) = notebooks.out_of_order(page)
+    (problem,) = chapters.out_of_order(page)
     assert f"shows {order[1]}, {order[0]}; the file holds {order[0]}, {order[1]}" in problem
-    monkeypatch.setattr(notebooks, "DOCS", tmp_path)
+    monkeypatch.setattr(chapters, "DOCS", tmp_path)
     (tmp_path / "chapter.md").write_text(page)
     with pytest.raises(notebooks.NotebookError, match="out of file order"):
         notebooks.Builder(tmp_path / "chapter.md").build()
@@ -67,9 +76,9 @@ def test_a_snippet_whose_dropped_plumbing_defines_a_name_that_kept_code_reads_is
         "results = {}\nfor name in ('a',):\n    results[name] = 1\n# --8<-- [start:main]\n"
         "for name in ('b',):\n    print(name)\n# --8<-- [end:main]\n")
     monkeypatch.setattr(records, "SNIPPETS", tmp_path)
-    with pytest.raises(notebooks.NotebookError, match=r"demo/x.py:4: .* only it defines `why`"):
-        notebooks.Snippet.load("demo/x.py")
-    notebooks.Snippet.load("demo/fine.py")  # the loop's `name` is bound by kept code too
+    with pytest.raises(chapters.ChapterError, match=r"demo/x.py:4: .* only it defines `why`"):
+        chapters.Snippet.load("demo/x.py")
+    chapters.Snippet.load("demo/fine.py")  # the loop's `name` is bound by kept code too
 
 
 @pytest.mark.parametrize("name", NAMES, ids=ids(NAMES))
@@ -82,14 +91,14 @@ def test_a_notebook_runs_each_snippet_in_file_order_without_plumbing(built, name
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        plumbing = [line for line in cell.source.splitlines() if any(mark in line for mark in PLUMBING)]
+        plumbing = [cell.source.splitlines()[n - 1] for n in chapters.plumbing_lines(cell.source)]
         assert not plumbing, f"{name} cell {index} shows the recorder's plumbing: {plumbing}"
         where = cell.metadata["mlc"]
         if "snippet" in where:
             cells.setdefault(where["snippet"], []).append(cell.source)
     assert cells, f"{name} has no code cell"
     for snippet, sources in cells.items():
-        loaded = notebooks.Snippet.load(snippet)
+        loaded = chapters.Snippet.load(snippet)
         last = max(loaded.sections[s][1] for s in loaded.sections
                    if any(loaded.text(*loaded.sections[s], dedent=True) == src for src in sources))
         expected = [line.strip() for line in loaded.text(1, last).splitlines() if line.strip()]
@@ -117,12 +126,12 @@ def test_the_first_cell_is_the_title_with_a_link_back_to_the_chapter(built, name
     page = notebook.metadata["mlc"]["page"]
     assert first.cell_type == "markdown"
     title = first.source.splitlines()[0]
-    assert title.startswith("# ") and title[2:] in (notebooks.DOCS / page).read_text()
+    assert title.startswith("# ") and title[2:] in (chapters.DOCS / page).read_text()
     links = re.findall(r"\]\(([^)\s]+)\)", first.source)
     assert links, f"{name}: the first cell links nowhere"
-    published = notebooks.site_config()[3].rstrip("/") + "/"
-    assert links[0] == published + notebooks.page_url(page), f"{name}: {links[0]} is not the page of {page}"
-    assert "recorded" in first.source and notebooks.site_name() in first.source
+    published = chapters.site_url().rstrip("/") + "/"
+    assert links[0] == published + chapters.page_url(page), f"{name}: {links[0]} is not the page of {page}"
+    assert "recorded" in first.source and chapters.site_name() in first.source
 
 
 def test_a_triton_chapter_chooses_the_interpreter_in_a_cell_the_reader_sees(built):
@@ -182,17 +191,16 @@ class Links(HTMLParser):
 
 def test_in_the_built_site_each_notebook_is_a_page_a_download_and_links_to_its_chapter(built_site):
     site = built_site
-    for name in NAMES:
-        chapter_src = next(p for p in notebooks.chapter_pages() if notebooks.notebook_name(p) == name)
-        url = notebooks.page_url(name)
+    for name, chapter_src in chapters.notebooks().items():
+        url = chapters.page_url(name)
         built_page = site / url / "index.html"
         assert built_page.exists(), f"{name} has no page in the built site ({url})"
         assert (site / url / name.split("/")[-1]).exists(), f"{name} cannot be downloaded from {url}"
         parser = Links()
         parser.feed(built_page.read_text())
-        chapter_url = notebooks.page_url(chapter_src.relative_to(notebooks.DOCS).as_posix())
+        chapter_url = chapters.page_url(chapter_src)
         chapter = (site / chapter_url / "index.html").resolve()
-        published = notebooks.site_config()[3].rstrip("/") + "/"
+        published = chapters.site_url().rstrip("/") + "/"
         targets = {(site / href.removeprefix(published).split("#")[0] / "index.html").resolve()
                    for href in parser.hrefs if href.startswith(published) and href.split("#")[0].endswith("/")}
         assert chapter in targets, f"{url} has no link to {chapter_url}"

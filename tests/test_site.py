@@ -144,9 +144,9 @@ OUTPUT = re.compile(r"<!--\s*md:output\s+(\S+?\.py):(\S+?)(?:\s[^>]*)?-->")
 def test_the_missing_gpu_is_quiet(page):
     """At most one note per section about a CUDA record that does not exist yet, and no output shown on a
     page that says only that there is no GPU."""
-    from scripts import directives
+    from scripts import chapters
 
-    text = "".join(part for is_code, part in directives.fenced_segments(page.read_text()) if not is_code)
+    text = "".join(part for is_code, part in chapters.fenced_segments(page.read_text()) if not is_code)
     problems = []
     for section in re.split(r"^#{1,2} ", text, flags=re.M):
         notes = [block for block in CUDA_BLOCK.findall(section) if re.search(r"<!--\s*md:else\s*-->", block)]
