@@ -65,27 +65,31 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
     return found
 
 
-def chart(found: list[Timed], colors: dict, style: dict) -> str:
-    """The SVG: a row per comparison, a marker per release at its ratio (log scale), the band shaded."""
+def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -> str:
+    """The SVG: a row per comparison, a marker per release at its ratio (log scale), the band shaded. Narrow:
+    for a phone's column (scripts/plots.py NARROW_PT), each label on two lines."""
     import matplotlib
 
     matplotlib.use("svg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
+    from scripts import plots
+
     rows = [row for row in reversed(found) if row.by_release]
     names = sorted({r for row in rows for r in row.by_release}, key=records.version_key)
     markers = ("s", "^", "o", "D")
     ratios = [ratio for row in rows for _, ratio in row.by_release.values()]
+    step = 0.6 if narrow else 0.3  # inches a row
     with plt.rc_context(style):
-        fig, ax = plt.subplots(figsize=(6.4, 0.3 * len(rows) + 1.3))
+        fig, ax = plt.subplots(figsize=(6.4, step * len(rows) + 1.3))
         ax.axvspan(1 / measures.SAME_WITHIN, measures.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
         for i, release in enumerate(names):
             points = [(row.by_release[release][1], y) for y, row in enumerate(rows) if release in row.by_release]
             ax.scatter([p[0] for p in points], [p[1] for p in points], marker=markers[i % len(markers)], s=30,
                        color=colors["series"][i % len(colors["series"])], label=f"torch {release}", zorder=3)
-        ax.set_yticks(range(len(rows)), [short(row) for row in rows])
+        ax.set_yticks(range(len(rows)), [wrapped(short(row)) if narrow else short(row) for row in rows])
         ax.set_xscale("log")
         low, high = min(min(ratios), 1 / 1.5), max(max(ratios), 1.5)
         ax.set_xlim(low / 1.3, high * 1.3)
@@ -94,15 +98,26 @@ def chart(found: list[Timed], colors: dict, style: dict) -> str:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("A ÷ B: how much faster B runs (log scale)")
+        ax.set_xlabel("A ÷ B: how much faster B runs" + ("\n" if narrow else " ") + "(log scale)")
         ax.grid(axis="x")
         ax.tick_params(axis="y", length=0)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.2 / (0.3 * len(rows) + 1.3) / 4),
-                  ncol=len(names), frameon=False)
+        below = -0.75 / (step * len(rows)) if narrow else -0.12 - 1.2 / (step * len(rows) + 1.3) / 4
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, below), ncol=1 if narrow else len(names),
+                  frameon=False)
+        if narrow:
+            plots.fit(fig, plots.NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
         plt.close(fig)
     return out.getvalue()
+
+
+def wrapped(label: str, width: int = 20) -> str:
+    """A row's label on a phone: the snippet's name, then timing B over as many lines as it needs."""
+    import textwrap
+
+    name, _, key = label.partition(": ")
+    return "\n".join([name + ":", *textwrap.wrap(key, width, break_on_hyphens=True)]) if key else label
 
 
 def short(row: Timed) -> str:
@@ -117,6 +132,283 @@ def describe(found: list[Timed]) -> str:
             f"on every release.")
 
 
+# ------------------------------------------------------------------------------ the changes that matter
+
+
+class ChangelogError(Exception):
+    """A notable change reads something its snippet's records do not hold; the message is one line."""
+
+
+def runs(values: dict[str, object]) -> list[tuple[object, list[str]]]:
+    """(value, releases) for each run of consecutive releases, oldest first, that share a value."""
+    out: list[tuple[object, list[str]]] = []
+    for release in sorted(values, key=records.version_key):
+        if out and out[-1][0] == values[release]:
+            out[-1][1].append(release)
+        else:
+            out.append((values[release], [release]))
+    return out
+
+
+def by_release(values: dict[str, object], unit: str = "", show: Callable[[object], str] = str) -> str:
+    """'23 checks on torch 2.11.0, 29 on 2.13.0 and 2.15.0': each run of releases with its value, oldest first;
+    the unit follows the first value only."""
+    parts = [f"{show(value)}{' ' + unit if unit and i == 0 else ''} on {'torch ' if i == 0 else ''}"
+             f"{releases.names_of(names)}" for i, (value, names) in enumerate(runs(values))]
+    return ", ".join(parts)
+
+
+def listed(items) -> str:
+    """a, b and c."""
+    items = list(items)
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + "".join(items[-1:])
+
+
+def code(names) -> str:
+    """`a`, `b` and `c`."""
+    return listed(f"`{name}`" for name in names)
+
+
+def first_with(values: dict[str, object], test: Callable[[object], bool]) -> str | None:
+    """The oldest release whose value passes the test."""
+    return next((r for r in sorted(values, key=records.version_key) if test(values[r])), None)
+
+
+def oldest_newest(values: dict[str, object]) -> tuple[object, object]:
+    ordered = sorted(values, key=records.version_key)
+    return values[ordered[0]], values[ordered[-1]]
+
+
+def say_guards(values: dict[str, object]) -> str | None:
+    counts = {release: count for release, (count, _) in values.items()}
+    if len(set(counts.values())) < 2:
+        return None
+    (_, old), (_, new) = oldest_newest(values)
+    came = [f"`{kind}` ({new[kind]})" for kind in new if kind not in old]
+    went = [f"`{kind}` ({old[kind]})" for kind in old if kind not in new]
+    kinds = ", ".join([*([f"{listed(came)} appear{'s' if len(came) == 1 else ''}"] if came else []),
+                       *([f"{listed(went)} go{'es' if len(went) == 1 else ''}"] if went else [])])
+    return (f"TorchDynamo guards the chapter's function with {by_release(counts, 'checks')}"
+            + (f": of its kinds, {kinds}." if kinds else "."))
+
+
+def read_asserts(record: records.Record) -> tuple[int, int]:
+    """(assert_size_stride calls, assert_size_stride_grouped calls) in the wrapper Inductor generated."""
+    wrapper = record.section("wrapper")
+    return len(re.findall(r"\bassert_size_stride\(", wrapper)), len(re.findall(r"\bassert_size_stride_grouped\(",
+                                                                              wrapper))
+
+
+def say_asserts(values: dict[str, object]) -> str | None:
+    grouped = first_with(values, lambda v: v[1] > 0)
+    single = {r: v[0] for r, v in values.items() if v[0] and not v[1]}
+    if grouped is None or not single:
+        return None
+    calls = by_release(single, "calls") if len(set(single.values())) > 1 else f"{next(iter(single.values()))} calls"
+    return (f"From torch {grouped}, Inductor's generated wrapper checks the sizes and strides of its inputs in "
+            f"one `assert_size_stride_grouped` call, where {releases.names_of(list(single))} call "
+            f"`assert_size_stride` once per input ({calls} here).")
+
+
+def say_softmax(values: dict[str, object]) -> str | None:
+    old, new = oldest_newest(values)
+    if old == new:
+        return None
+    words = [set(str(name).split("fused_", 1)[-1].split("_")) for name in (old, new)]
+    gone, came = sorted(words[0] - words[1] - {""}), sorted(words[1] - words[0] - {""})
+    moved = "; ".join([*([f"{code(gone)} leave{'s' if len(gone) == 1 else ''} it"] if gone else []),
+                       *([f"{code(came)} join{'s' if len(came) == 1 else ''} it"] if came else [])])
+    return (f"Inductor names its online-softmax kernel after the ATen ops fused into it: "
+            f"{by_release(values, show=lambda name: f'`{name}`')}" + (f" ({moved})" if moved else "")
+            + ", so a trace or a log searched by one release's name misses the other's.")
+
+
+PRODUCT = re.compile(r"(_[0-9a-z]{52})?_\d+\.\w+$")  # as snippets/dissecting/tlparse_report.py names them
+
+
+def read_trace(record: records.Record) -> tuple[int, frozenset[str]]:
+    """(events in the structured trace, the products tlparse shows for every compile)."""
+    compiles = record.value("tlparse.products").values()
+    return record.value("event_count"), frozenset.intersection(
+        *(frozenset(PRODUCT.sub("", name) for name in names) for names in compiles))
+
+
+def say_trace(values: dict[str, object]) -> str | None:
+    events = {release: count for release, (count, _) in values.items()}
+    ordered = sorted(values, key=records.version_key)
+    moves = []
+    for older, newer in zip(ordered, ordered[1:]):
+        came, went = sorted(values[newer][1] - values[older][1]), sorted(values[older][1] - values[newer][1])
+        both = [*([f"{code(came)} appear{'s' if len(came) == 1 else ''}"] if came else []),
+                *([f"{code(went)} go{'es' if len(went) == 1 else ''}"] if went else [])]
+        if both:
+            moves.append(f"on {newer} " + " and ".join(both))
+    if len(set(events.values())) < 2 and not moves:
+        return None
+    products = f"; of the products tlparse shows for every compile, {', and '.join(moves)}" if moves else ""
+    return f"torch's structured trace of the chapter's compiles holds {by_release(events, 'events')}{products}."
+
+
+def read_sgd(record: records.Record) -> tuple[int, tuple[str, ...], bool]:
+    ops = record.value("optimizer.dynamo_ops")
+    return len(ops), tuple(sorted(set(ops))), "alpha=" in record.section("optimizer")
+
+
+def say_sgd(values: dict[str, object]) -> str | None:
+    counts = {release: v[0] for release, v in values.items()}
+    if len(set(counts.values())) < 2:
+        return None
+    kinds = {release: v[1] for release, v in values.items()}
+    shown = by_release({r: f"{counts[r]} ops ({code(kinds[r])})" for r in values})
+    kept = first_with(values, lambda v: v[2])
+    alpha = (f": from torch {kept} it keeps `add_`'s `alpha` in the op instead of multiplying first"
+             if kept and kept != sorted(values, key=records.version_key)[0] else "")
+    return f"TorchDynamo's graph of the SGD step holds {shown}{alpha}."
+
+
+def read_cases(record: records.Record) -> dict[str, tuple[str, int]]:
+    """Each atlas case: (what it does, how often it broke the graph or recompiled before the fix)."""
+    return {name: (case["what"], case["before"]) for name, case in record.value("atlas").items()}
+
+
+def changed_cases(values: dict[str, object]) -> dict[str, dict[str, int]]:
+    """case -> release -> count, for the cases whose count differs between releases (present on every one)."""
+    names = set.intersection(*(set(v) for v in values.values()))
+    out = {}
+    for name in sorted(names):
+        counts = {release: v[name][1] for release, v in values.items()}
+        if len(set(counts.values())) > 1:
+            out[name] = counts
+    return out
+
+
+def say_breaks(values: dict[str, object]) -> str | None:
+    changed = changed_cases(values)
+    if not changed:
+        return None
+    newest = values[sorted(values, key=records.version_key)[-1]]
+    stopped: dict[str, list[str]] = {}
+    started: dict[str, list[str]] = {}
+    for name, counts in changed.items():
+        (before, _), *rest = runs(counts)
+        for count, names in rest:
+            (stopped if count < before else started).setdefault(names[0], []).append(newest[name][0])
+            before = count
+    parts = [f"{listed(whats)} stop{'s' if len(whats) == 1 else ''} breaking the graph on {{torch}}{release}"
+             for release, whats in sorted(stopped.items(), key=lambda item: records.version_key(item[0]))]
+    parts += [f"{listed(whats)} start{'s' if len(whats) == 1 else ''} breaking it on {{torch}}{release}"
+              for release, whats in sorted(started.items(), key=lambda item: records.version_key(item[0]))]
+    text = "; ".join(parts).replace("{torch}", "torch ", 1).replace("{torch}", "")
+    return f"In the graph-break atlas, {text}."
+
+
+def cases_table(values: dict[str, object]) -> str:
+    """The cases whose count differs, one column per release."""
+    ordered = sorted(values, key=records.version_key)
+    rows = ["| Case | " + " | ".join(f"torch {r}" for r in ordered) + " |", "|---|" + "---|" * len(ordered)]
+    for name, counts in changed_cases(values).items():
+        rows.append(f"| {values[ordered[-1]][name][0]} | " + " | ".join(str(counts[r]) for r in ordered) + " |")
+    return "\n".join(rows)
+
+
+def say_recompiles(values: dict[str, object]) -> str | None:
+    changed = changed_cases(values)
+    if not changed:
+        return None
+    newest = values[sorted(values, key=records.version_key)[-1]]
+    parts = [f"{newest[name][0]}: {by_release(counts, 'recompiles')}" for name, counts in changed.items()]
+    text = "; ".join(parts)
+    return f"In the recompile atlas, {text[:1].lower()}{text[1:]}."
+
+
+def read_builds(record: records.Record) -> tuple[str, tuple[str, ...], tuple[int, int], int]:
+    """Triton's version, the targets, the (least, most) registers over the builds of complex_activation (each
+    target, with and without hints), and how many builds."""
+    targets = record.value("builds.complex_activation")
+    registers = [build["registers"] for target in targets.values() for build in target.values()]
+    return record.value("triton"), tuple(targets), (min(registers), max(registers)), len(registers)
+
+
+def say_builds(values: dict[str, object]) -> str | None:
+    registers = {release: v[2] for release, v in values.items()}
+    if len(set(registers.values())) < 2:
+        return None
+    _, (_, targets, _, count) = oldest_newest(values)
+    tritons = listed(str(v[0]) for _, v in sorted(values.items(), key=lambda item: records.version_key(item[0])))
+    span = lambda pair: f"{pair[0]}–{pair[1]}" if pair[0] != pair[1] else f"{pair[0]}"  # noqa: E731
+    return (f"Built {count} ways ({listed(targets)}, with and without hints), the Triton kernel "
+            f"`complex_activation` takes {by_release(registers, 'registers', span)}; the releases bring "
+            f"Triton {tritons}.")
+
+
+@dataclass(frozen=True)
+class Notable:
+    """A behaviour change the versions page states in one sentence. Its values are read from each release's
+    record (a value a record lacks fails the build); the sentence is None once the releases agree, and the
+    page leaves it out (tests/test_changelog.py fails on that, so the entry is removed or rewritten)."""
+
+    name: str  # the fold's title
+    snippet: str
+    sections: tuple[str, ...]  # the outputs whose diffs fold under the sentence
+    read: Callable[[records.Record], object]
+    say: Callable[[dict[str, object]], str | None]
+    detail: Callable[[dict[str, object]], str] | None = None  # a table folded under it, from the same values
+
+
+NOTABLE = (
+    Notable("Guards", "dissecting/dynamo_guards.py", ("guards",),
+            lambda r: (r.value("guard_count"), r.value("guard_kinds")), say_guards),
+    Notable("Input checks in generated code", "graph_mode/inductor_linear_relu.py", ("wrapper",),
+            read_asserts, say_asserts),
+    Notable("The online-softmax kernel's name", "gpu_code/reductions.py", ("persistent", "looped"),
+            lambda r: r.value("kinds.256.kernel"), say_softmax),
+    Notable("tlparse's events and products", "dissecting/tlparse_report.py", ("summary", "tlparse"),
+            read_trace, say_trace),
+    Notable("The SGD step's graph", "dissecting/training_step.py", ("optimizer",), read_sgd, say_sgd),
+    Notable("Graph breaks", "graph_mode/break_atlas.py", (), read_cases, say_breaks, cases_table),
+    Notable("Recompiles", "graph_mode/recompile_atlas.py", ("modules",), read_cases, say_recompiles),
+    Notable("Registers", "gpu_code/triton_pipeline.py", ("resources",), read_builds, say_builds),
+)
+
+
+@dataclass
+class Highlight:
+    notable: Notable
+    sentence: str
+    found: list[records.Record]  # the fresh records, oldest first
+    changes: list[releases.Change]
+    detail: str = ""
+
+
+def highlights(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS,
+               notable: tuple[Notable, ...] | None = None) -> list[Highlight]:
+    """Each notable change (NOTABLE unless given) the records still show, with its sentence and the diffs of
+    its sections. One whose snippet is gone, or has fresh records on fewer than two releases, or whose releases
+    now agree, is left out (tests/test_changelog.py checks that none is, on the committed records); one whose
+    record lacks what it reads raises ChangelogError, which fails the build."""
+    out = []
+    for item in NOTABLE if notable is None else notable:
+        if not (snippets / item.snippet).is_file():
+            continue
+        found = sorted(releases.comparable(item.snippet, "cpu", outputs, snippets),
+                       key=lambda r: records.version_key(r.release))
+        if len(found) < 2:
+            continue
+        values = {}
+        for record in found:
+            try:
+                values[record.release] = item.read(record)
+            except (KeyError, AssertionError, IndexError, TypeError) as error:
+                raise ChangelogError(f"versions page: notable change '{item.name}' cannot read the torch "
+                                     f"{record.release} record of {item.snippet}: {error} (scripts/changelog.py "
+                                     f"NOTABLE)") from None
+        sentence = item.say(values)
+        if sentence:
+            changes = releases.changes(item.snippet, list(item.sections), "cpu", outputs, snippets)
+            out.append(Highlight(item, sentence, found, changes, item.detail(values) if item.detail else ""))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ the page
 
 
@@ -129,10 +421,11 @@ class Site:
     link: Callable[[str], str]  # a page under docs/ -> its Markdown link from the versions page
     shown: list[tuple[str, str, str, str | None]]  # (page, title, snippet, section) of each md:output, nav order
     compares: list[tuple[str, str, str, str, str]]  # (page, title, snippet, key A, key B) of each CPU md:compare
+    pages: list[tuple[str, str, str]]  # (page, title, Markdown) of every page, nav order
     anchor: Callable[[str, str | None], str]  # the id an output's line links to: (snippet, section) -> id
     duration: Callable[[float], str]  # microseconds as the site shows a time
-    # (key, draw(colors, style) -> SVG, alt, caption) -> the numbered figure's Markdown; None: no figures
-    figure: Callable[[str, Callable[[dict, dict], str], str, str], str] | None = None
+    # (key, draw(colors, style, narrow) -> SVG, alt, caption) -> the numbered figure's Markdown; None: none
+    figure: Callable[[str, Callable[[dict, dict, bool], str], str, str], str] | None = None
 
 
 def fenced(text: str, info: str) -> str:
@@ -182,19 +475,14 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
     figure = ""
     if site.figure is not None and any(row.by_release for row in timed):
         key = hashlib.sha256(Path(__file__).read_bytes() + repr([vars(row) for row in timed]).encode()).hexdigest()
-        figure = site.figure(key, lambda colors, style: chart(timed, colors, style), describe(timed),
+        figure = site.figure(key, lambda colors, style, narrow: chart(timed, colors, style, narrow), describe(timed),
                              "Each comparison's ratio on each release (a marker per release, log scale); the "
                              "shaded band is what the site calls about the same.")
     return ["## Timings, release by release", "", summary, "", figure, "\n".join(rows), ""]
 
 
-def render(site: Site) -> str:
-    """The generated page "What changed between versions": from the CPU records of every torch release, each
-    output that differs (a readable diff), each count that differs, and each timed comparison per release."""
-    roots = {release: root for release, root in records.release_roots(site.outputs).items()
-             if records.find_records("cpu", root)}
-    if len(roots) < 2:
-        return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
+def stack_table(site: Site, roots: dict[str, Path]) -> str:
+    """One row per release: its records, when they were made, and the rest of the stack they were made with."""
     lines = ["| torch | records | made | Python | triton | JAX | numpy |", "|---|---|---|---|---|---|---|"]
     for release, root in sorted(roots.items(), key=lambda item: records.version_key(item[0]), reverse=True):
         made = records.find_records("cpu", root, site.snippets)
@@ -205,35 +493,95 @@ def render(site: Site) -> str:
         main = " (the site's)" if release == records.MAIN else ""
         lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | "
                      + " | ".join(stack) + " |")
-    out = ["\n".join(lines), ""]
-    unchanged, seen, diffs, anchored = [], set(), [], set()
+    return "\n".join(lines)
+
+
+def home(site: Site, snippet: str) -> tuple[str, str] | None:
+    """(page, title) of the first chapter that shows a snippet, in nav order."""
+    return next(((src, title) for src, title, text in site.pages if re.search(
+        rf"<!--\s*md:[\w-]+\s+{re.escape(snippet)}[\s:]", text)), None)
+
+
+def diff_block(change: releases.Change, link: str, by: int = 4) -> str:
+    """One diff, with the pair of releases and whatever else changed between their records."""
+    also = releases.stack_changes(change.older, change.newer)
+    cause = (f" Besides torch, {', '.join(also)} changed between the two records: a line may differ because of "
+             f"any of them." if also else "")
+    return indent(f"{link}`-` torch {change.older.release}, `+` torch {change.newer.release}; a line of context "
+                  f"either side.{cause}\n\n" + fenced("\n".join(change.lines), "diff"), by)
+
+
+def where(change: releases.Change) -> str:
+    return f"`{change.snippet}`" + (f" · `{change.section}`" if change.section else "")
+
+
+def highlight_section(site: Site, found: list[Highlight], anchored: set[str]) -> list[str]:
+    """Each notable change: its sentence, and folded under it the lines that differ (or a table)."""
+    out = ["## Behaviour changes that matter", "",
+           "Each sentence is written from every release's records; the fold under it holds the lines that differ.", ""]
+    for item in found:
+        page = home(site, item.notable.snippet)
+        link = f"On [{page[1]}]({site.link(page[0])}). " if page else ""
+        anchors = []
+        for change in item.changes:
+            anchor = site.anchor(change.snippet, change.section)
+            if anchor not in anchored:
+                anchored.add(anchor)
+                anchors.append(f'<span id="{anchor}"></span>')
+        out += [*anchors, f"**{item.notable.name}.** {item.sentence}", ""]  # an output's line lands on it
+        if item.changes:
+            title = (f"The lines that differ: `{item.notable.snippet}`, torch "
+                     f"{releases.names_of([r.release for r in item.found])}")
+            bodies = [(f"    **{where(change)}, torch {change.older.release} → {change.newer.release}**\n\n"
+                       + diff_block(change, link if i == 0 else "") + "\n") for i, change in enumerate(item.changes)]
+            out += [f'??? abstract mlc-recorded "{title}"', "", *bodies, ""]
+        if item.detail:
+            also = [f"torch {a.release} → {b.release}: {', '.join(stack)}" for a, b in zip(item.found, item.found[1:])
+                    if (stack := releases.stack_changes(a, b))]
+            cause = (f" Besides torch, these changed between the records ({'; '.join(also)}): a case may differ "
+                     f"because of any of them." if also else "")
+            out += [f'??? abstract mlc-recorded "The cases that differ: `{item.notable.snippet}`"', "",
+                    indent(f"{link}{cause}\n\n{item.detail}"), ""]
+    return out
+
+
+def render(site: Site) -> str:
+    """The generated page "What changed between versions": the timed comparisons release by release, the
+    notable behaviour changes in a sentence each, then (folded) every other output and count that differs,
+    the outputs that do not, and the records compared."""
+    roots = {release: root for release, root in records.release_roots(site.outputs).items()
+             if records.find_records("cpu", root)}
+    if len(roots) < 2:
+        return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
+    out: list[str] = []
+    timed = collect(site.compares, site.outputs, site.snippets)
+    if timed:
+        out += timing_section(site, timed)
+    notable = highlights(site.outputs, site.snippets)
+    anchored: set[str] = set()
+    if notable:
+        out += highlight_section(site, notable, anchored)
+    highlighted = {(change.snippet, change.section) for item in notable for change in item.changes}
+    unchanged, seen, diffs = [], set(), []
     for src, title, snippet, section in site.shown:
         if (snippet, section) in seen or not (site.snippets / snippet).is_file():
             continue
         seen.add((snippet, section))
         found = releases.changes(snippet, [section], "cpu", site.outputs, site.snippets)
         link = site.link(src)
-        where = f"`{snippet}`" + (f" · `{section}`" if section else "")
         if not found:
-            unchanged.append(f"[{title}]({link}): {where}")
+            unchanged.append(f"[{title}]({link}): `{snippet}`" + (f" · `{section}`" if section else ""))
             continue
+        if (snippet, section) in highlighted:
+            continue
+        anchor = site.anchor(snippet, section)
+        if anchor not in anchored:
+            anchored.add(anchor)
+            diffs.append(f'    <span id="{anchor}"></span>\n')
         for change in found:
-            body = fenced("\n".join(change.lines), "diff")
-            also = releases.stack_changes(change.older, change.newer)
-            cause = (f" Besides torch, {', '.join(also)} changed between the two records: a line may differ "
-                     f"because of any of them." if also else "")
-            anchor = site.anchor(snippet, section)
-            if anchor not in anchored:
-                anchored.add(anchor)
-                diffs.append(f'<span id="{anchor}"></span>\n')
-            versions = releases.label(change.older, change.newer)
-            diffs.append(f'??? abstract mlc-recorded "{title}: {where}, {versions}"\n\n'
-                         f"    On [{title}]({link}). `-` torch {change.older.release}, `+` torch "
-                         f"{change.newer.release}; a line of context either side.{cause}\n\n{indent(body)}\n")
-    if diffs:
-        out += ["## Outputs that differ", "",
-                f"{len(diffs)} changes between consecutive releases, in the order of the chapters. Open one "
-                f"for the lines that differ.", "", *diffs]
+            diffs.append(f'    ??? abstract mlc-recorded "{title}: {where(change)}, '
+                         f'{releases.label(change.older, change.newer)}"\n\n'
+                         + diff_block(change, f"On [{title}]({link}). ", 8) + "\n")
     counted = []
     for snippet in records.find_snippets(site.snippets):
         found = releases.comparable(snippet, "cpu", site.outputs, site.snippets)
@@ -241,17 +589,19 @@ def render(site: Site) -> str:
             ordered = sorted(values, key=records.version_key)
             counted.append(f"| `{snippet}` | `{key}` | " + " → ".join(
                 f"{release}: {shown_value(values[release])}" for release in ordered) + " |")
+    out += ["## Everything else", ""]
+    folds = sum(not line.lstrip().startswith("<span") for line in diffs)
+    if diffs:
+        out += [f'??? abstract "{folds} other {"outputs differ" if folds != 1 else "output differs"} between '
+                f'consecutive releases"', "",
+                "    In the order of the chapters; open one for the lines that differ.", "", *diffs]
     if counted:
         table = "\n".join(["| Snippet | Key | By release |", "|---|---|---|", *counted])
-        out += ["## Counts and values that differ", "",
-                f'??? info mlc-recorded "{len(counted)} values in the records\' `results.json` differ"\n\n'
-                "    Whole numbers, words and flags; measurements are in the next section.\n\n"
-                + indent(table) + "\n"]
-    timed = collect(site.compares, site.outputs, site.snippets)
-    if timed:
-        out = out[:2] + timing_section(site, timed) + out[2:]
+        out += [f'??? info mlc-recorded "{len(counted)} values in the records\' `results.json` differ"', "",
+                "    Whole numbers, words and flags; measurements are in the timings above.", "",
+                indent(table), ""]
     if unchanged:
-        out += ["## The same on every release", "",
-                f'??? success "{len(unchanged)} outputs differ only in addresses, hashes, measured numbers and '
-                f'generated names"\n\n' + indent("\n".join(f"- {item}" for item in unchanged)) + "\n"]
+        out += [f'??? success "{len(unchanged)} outputs differ only in addresses, hashes, measured numbers and '
+                'generated names"', "", indent("\n".join(f"- {item}" for item in unchanged)), ""]
+    out += ["### The records compared", "", stack_table(site, roots), ""]
     return "\n".join(out) + "\n"

@@ -550,21 +550,27 @@ def render_changes(d: Directive, page: Page) -> str:
     page's links, the record folders, what the chapters show and compare, and a way to place a figure."""
 
     def figure(key: str, draw, alt: str, caption: str) -> str:
+        """Both palettes, for the page's column and a phone's (CSS shows one), drawn once per content."""
         digest = hashlib.sha256(Path(plots.__file__).read_bytes() + key.encode()).hexdigest()[:20]
         FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
-        files = {palette: FIGURE_CACHE / f"releases-{digest}.{palette}.svg" for palette in plots.PALETTES}
-        for palette, cached in files.items():
-            if not cached.exists():
-                colors = plots.PALETTES[palette]
-                write_atomically(cached, draw(colors, plots.style(colors)))
+        spans = []
+        for layout in plots.LAYOUTS:
+            files = {palette: FIGURE_CACHE / f"releases-{digest}.{layout}.{palette}.svg" for palette in plots.PALETTES}
+            for palette, cached in files.items():
+                if not cached.exists():
+                    colors = plots.PALETTES[palette]
+                    write_atomically(cached, draw(colors, plots.style(colors), layout == "narrow"))
+            spans.append(f'<span class="mlc-{layout}">{"".join(linked_images(page, files, alt))}</span>')
         page.figures += 1
         numbered = f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> {caption}</p>'
-        return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(linked_images(page, files, alt))
-                + f"\n{numbered}\n\n</div>\n")
+        return '<div class="mlc-figure" markdown>\n\n' + "\n".join(spans) + f"\n{numbered}\n\n</div>\n"
 
-    return changelog.render(changelog.Site(
-        page.outputs, page.snippets, page.md_link, site_outputs(page.docs), site_compares(page.docs),
-        change_anchor, duration, figure if page.target != NOTEBOOK else None))
+    try:
+        return changelog.render(changelog.Site(
+            page.outputs, page.snippets, page.md_link, site_outputs(page.docs), site_compares(page.docs),
+            site_pages(page.docs), change_anchor, duration, figure if page.target != NOTEBOOK else None))
+    except changelog.ChangelogError as error:
+        raise DirectiveError(str(error)) from None
 
 
 # -------------------------------------------------------------------------------------------- the inlines

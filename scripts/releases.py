@@ -153,7 +153,19 @@ def counts(found: list[records.Record]) -> list[tuple[str, dict[str, object]]]:
                 continue  # measurements, the explorer's line maps, versions
             flat.setdefault(key, {})[record.release] = value
     return [(key, values) for key, values in flat.items()
-            if len(values) == len(found) and len({repr(v) for v in values.values()}) > 1]
+            if len(values) == len(found) and len({repr(same(v)) for v in values.values()}) > 1]
+
+
+def same(value):
+    """A value as counts() compares it: a flag as the number it equals (False and 0 are one value), text with
+    what changes from run to run set aside (the registers a compiler allocated, a generated name's number)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        return normalise(value)
+    if isinstance(value, list):
+        return [same(v) for v in value]
+    return value
 
 
 def leaves(value, key: str = ""):

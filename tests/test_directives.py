@@ -505,8 +505,9 @@ def test_the_changes_page_diffs_what_changed_and_lists_what_did_not(tree):
     text = directives.expand("<!-- md:changes -->\n", on)
     assert f'??? abstract mlc-recorded "A chapter: `demo/hello.py` · `main`, torch 2.11.0 → {records.MAIN}"' in text
     assert '<span id="changed-demo-hello-main"></span>' in text  # where an output's line links
-    diff = text.split("```diff")[1].split("```")[0]
-    assert diff.splitlines()[1:-1] == ["      graph", "    - mul", "    - add_", "    + add_ alpha", "      return"]
+    diff = text.split("```diff")[1].split("```")[0]  # folded with the rest, two folds deep
+    assert diff.splitlines()[1:-1] == ["          graph", "        - mul", "        - add_", "        + add_ alpha",
+                                       "          return"]
     assert f"| `demo/hello.py` | `ops` | 2.11.0: `2` → {records.MAIN}: `1` |" in text
     assert "`graphs`" not in text
 

@@ -54,3 +54,18 @@ def test_bytes_and_counts_are_kept():
 def test_a_measurement_after_a_colon_is_not_a_version():
     assert releases.normalise("error against torch: 5.6e-09") == releases.normalise("error against torch: 7.5e-09")
     assert releases.normalise("torch 2.13.0") != releases.normalise("torch 2.15.0")
+
+
+@pytest.mark.parametrize("a, b", [
+    (False, 0),
+    (True, 1),
+    ("HMMA.16816.F32 R80, R64.reuse, R104, R80", "HMMA.16816.F32 R4, R68.reuse, R2, R4"),
+    (["buf3 = buf2"], ["buf2 = buf1"]),
+])
+def test_counts_take_a_flag_for_its_number_and_set_run_to_run_names_aside(a, b):
+    assert releases.same(a) == releases.same(b)
+
+
+@pytest.mark.parametrize("a, b", [(1, 2), ("GB0179", "GB4198"), (["add_", "mul"], ["add_"])])
+def test_counts_keep_what_a_release_changed(a, b):
+    assert releases.same(a) != releases.same(b)
