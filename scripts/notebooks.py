@@ -377,18 +377,43 @@ def build(page: Path) -> str:
     return nbformat.writes(Builder(page).build()) + "\n"
 
 
+# Directives that read records across the site, not only the snippets they name.
+SITE_WIDE = ("records", "changes", "findings", "coverage", "atlas")
+
+
+def made_from(page: Path, text: str) -> tuple[list[str], list[Path]]:
+    """The snippets whose files and records a page's notebook is made from (those it includes and those its
+    directives name; every snippet where a directive reads across the site), and the images it embeds."""
+    names = page_snippets(text)
+    for is_code, part in chapters.fenced_segments(text):
+        for match in [] if is_code else directives.INLINE.finditer(part):
+            if match.group("name") in SITE_WIDE:
+                names = set(records.find_snippets())
+                break
+            words = match.group("args").split()
+            if words and words[0].split(":")[0].endswith(".py"):
+                names.add(words[0].split(":")[0])
+    images = [page.parent / m.group("target").split("#")[0] for m in LINK.finditer(text) if m.group(1)[0] == "!"]
+    return sorted(names), [i for i in images if i.is_file()]
+
+
 def inputs_key(page: Path) -> str:
-    """A digest of everything a page's notebook is made from: the page, its snippets, their records'
-    manifests (a new record writes a new one) and the code that builds it."""
+    """A digest of everything a page's notebook is made from: the page, the snippets it includes or names,
+    their records' manifests in every release (a new record writes a new one), the images it embeds and the
+    code that builds it."""
     digest = hashlib.sha256()
     text = page.read_text()
-    parts = [page.relative_to(chapters.DOCS).as_posix().encode(), text.encode(), *(p.read_bytes() for p in CODE)]
-    for name in sorted(page_snippets(text)):
+    names, images = made_from(page, text)
+    parts = [page.relative_to(chapters.DOCS).as_posix().encode(), text.encode(), *(p.read_bytes() for p in CODE),
+             *(p.read_bytes() for p in images)]
+    roots = records.release_roots().values()
+    for name in names:
         path = records.SNIPPETS / name
         parts.append(path.read_bytes() if path.is_file() else name.encode())
-        for device in records.DEVICES:
-            manifest = records.record(name, device).folder / records.MANIFEST
-            parts.append(manifest.read_bytes() if manifest.is_file() else b"-")
+        for root in roots:
+            for device in records.DEVICES:
+                manifest = records.record_dir(name, device, root) / records.MANIFEST
+                parts.append(manifest.read_bytes() if manifest.is_file() else b"-")
     for part in parts:
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()

@@ -47,6 +47,17 @@ def test_each_notebook_runs_the_snippets_its_chapter_says_in_that_order(built):
         assert built[name].metadata["mlc"]["snippets"] == sorted(expected), name
 
 
+def test_a_notebook_is_made_from_the_records_its_prose_quotes_and_the_images_it_embeds(tmp_path):
+    """Its cache key covers more than the snippets it runs, so a new record of a quoted snippet rebuilds it."""
+    (tmp_path / "figure.svg").write_text("<svg/>")
+    text = ('Took <!-- md:value demo/quoted.py t device=cpu -->.\n\n![A figure](figure.svg)\n\n'
+            '```python\n--8<-- "snippets/demo/shown.py:main"\n```\n\n```text\n<!-- md:value demo/code.py t -->\n```\n')
+    names, images = notebooks.made_from(tmp_path / "page.md", text)
+    assert names == ["demo/quoted.py", "demo/shown.py"] and images == [tmp_path / "figure.svg"]
+    names, _ = notebooks.made_from(tmp_path / "page.md", text + "\n<!-- md:findings -->\n")
+    assert names == records.find_snippets(), "a directive that reads the whole site depends on every record"
+
+
 def test_pages_show_each_snippets_sections_in_file_order():
     problems = [f"{page.relative_to(ROOT)}: {problem}" for page in chapters.chapter_pages()
                 for problem in chapters.out_of_order(page.read_text())]
