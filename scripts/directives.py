@@ -39,6 +39,18 @@ content under .cache/figures/.
     <!-- md:records -->
         A table of every snippet's record on each device: state, date, hardware, versions.
 
+    <!-- md:changes -->
+        The versions page: the timed comparisons release by release, the behaviour changes that matter
+        (scripts/changelog.py NOTABLE), and every other output and count that differs (scripts/releases.py).
+
+    <!-- md:findings -->   <!-- md:coverage -->
+        The site's findings, a chart and a table of every described CPU comparison with each row's GPU model
+        (scripts/findings.py); what was measured where, said once for the whole site (Home).
+
+    <!-- md:atlas SNIPPET [part=lookup|table] [kind=...] [device=cuda|cpu] -->
+        The graph-break or recompile atlas (scripts/atlas.py): its case table, or the box that finds the
+        case of a pasted message.
+
     <!-- md:explorer SNIPPET KERNEL -->
         A compiler explorer for one kernel of a line-map record (snippets/gpu_code/line_maps.py): the
         kernel's Python beside each compiler stage of the chosen target, lines linked by the compilers' own
