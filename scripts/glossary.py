@@ -44,8 +44,13 @@ def abbreviations(docs: Path) -> str:
     return "\n" + "".join(f"\n*[{form}]: {tip}" for form, tip in lines) + "\n"
 
 
+HEADING = re.compile(r"<h(?P<level>[1-6])\b.*?</h(?P=level)>", re.DOTALL)
+
+
 def first_use_only(html: str) -> str:
-    """Keep each term's tooltip on its first use in the page; later uses are plain text."""
+    """Keep each term's tooltip on its first use in the page's prose; later uses, and every use in a
+    heading (a title is not where a term is explained), are plain text."""
+    html = HEADING.sub(lambda heading: ABBR.sub(lambda m: m["text"], heading.group(0)), html)
     seen: set[str] = set()
 
     def once(match: re.Match) -> str:

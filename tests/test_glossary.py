@@ -33,3 +33,10 @@ def test_only_the_first_use_keeps_its_tooltip():
             'again and <abbr title="A.">SMs</abbr></p>')
     kept = '<p><abbr title="A.">SM</abbr> and <abbr title="B.">HBM</abbr>, then SM again and SMs</p>'
     assert glossary.first_use_only(html) == kept
+
+
+def test_a_heading_keeps_no_tooltip_and_the_prose_after_it_gets_the_first():
+    html = ('<h1 id="t">Inductor on the <abbr title="A.">SM</abbr></h1>'
+            '<h2>Two <abbr title="B.">HBM</abbr></h2><p>An <abbr title="A.">SM</abbr> here</p>')
+    kept = '<h1 id="t">Inductor on the SM</h1><h2>Two HBM</h2><p>An <abbr title="A.">SM</abbr> here</p>'
+    assert glossary.first_use_only(html) == kept
