@@ -224,7 +224,11 @@ def plain_log_ticks(ax, x: bool = True, y: bool = True) -> None:
 
 
 def readable(number: float) -> str:
-    """1234.5 -> '1,234'; 12.345 -> '12.3'; 0.01234 -> '0.0123'."""
+    """1234.5 -> '1,234'; 12.345 -> '12.3'; 0.01234 -> '0.0123'; 0.00001 -> '0.00001' (never '1e-05')."""
+    if 0 < abs(number) < 1e-3:
+        import math
+
+        return f"{number:.{2 - math.floor(math.log10(abs(number)))}f}".rstrip("0").rstrip(".")
     return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
 
 
@@ -393,6 +397,8 @@ def mark_regimes(ax, x: list, timings: list, regimes: str, colors: dict) -> str:
 
 
 def draw_roofline(record: Record, options: dict, colors: dict):
+    import math
+
     import matplotlib.pyplot as plt
 
     model = value(record, keys(options, "key")[0])
@@ -409,13 +415,22 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     at = (xs[0] * ridge) ** 0.5
     ax.text(at, at * bandwidth / 1e3 * 1.6, f"{readable(bandwidth)} GB/s ", fontsize=10, color=colors["fg"],
             va="bottom", ha="right")
-    ax.text(xs[-1], peak, f"{readable(peak)} TFLOP/s ", fontsize=10, color=colors["fg"], va="bottom", ha="right")
+    # A compute roof is named past the right edge of the plot, level with it, where no point can be: inside,
+    # at the roof's end, the name covered the points that sit on the roof. Two lines on a phone's chart.
+    from matplotlib.transforms import blended_transform_factory
+
+    beside = blended_transform_factory(ax.transAxes, ax.transData)
+
+    def roof_name(tflops: float, prefix: str = "") -> None:
+        ax.text(1.02, tflops, f"{prefix}{readable(tflops)}{chr(10) if _layout['narrow'] else ' '}TFLOP/s",
+                transform=beside, fontsize=10, color=colors["fg"], va="center", ha="left", linespacing=1.1)
+
+    roof_name(peak)
     fp32 = model.get("peak_tflops_fp32")
     if fp32:  # a second compute roof, for the examples that run in fp32
         knee = fp32 * 1e12 / (bandwidth * 1e9)
         ax.plot([knee, xs[-1]], [fp32, fp32], color=colors["fg"], linewidth=1.2, linestyle="--")
-        ax.text(xs[-1], fp32, f"fp32 {readable(fp32)} TFLOP/s ", fontsize=10, color=colors["fg"], va="bottom",
-                ha="right")
+        roof_name(fp32, "fp32 ")
     # One colour per example; hollow for eager, filled for fused or compiled, an arrow from one to the other.
     examples = list(dict.fromkeys(p["label"].split(", ")[0] for p in points))
     placed = {}
@@ -434,9 +449,15 @@ def draw_roofline(record: Record, options: dict, colors: dict):
                 "linewidth": 1.2, "shrinkA": 5, "shrinkB": 5})
         if _layout["narrow"]:
             continue  # a phone's chart is too small for names beside the points: its legend names them
-        # Each example is named beside its last point (the fused or compiled one), not only in the legend.
-        ax.annotate(example.replace("_", " "), xy=ends.get("other", ends.get("eager")), xytext=(7, -3),
-                    textcoords="offset points", ha="left", va="top", fontsize=10, color=colors["fg"], zorder=4)
+        # Each example is named beside its last point (the fused or compiled one), not only in the legend:
+        # right of it and below, or, in the right part of the chart, left of it and above (on the right
+        # the name would run into the roofs' names, and a point there sits on a roof, with the line from
+        # its eager point coming in from the left and below).
+        point = ends.get("other", ends.get("eager"))
+        left = math.log(point[0] / xs[0]) > 0.7 * math.log(xs[-1] / xs[0])
+        ax.annotate(example.replace("_", " "), xy=point, xytext=(-7, 7) if left else (7, -3),
+                    textcoords="offset points", ha="right" if left else "left", va="bottom" if left else "top",
+                    fontsize=10, color=colors["fg"], zorder=4)
     from matplotlib.lines import Line2D
 
     variants = {p["label"].partition(", ")[2] for p in points}

@@ -180,17 +180,24 @@ def test_a_timeline_without_traces_says_what_to_store(record):
         plots.render(record, "timeline", {}, "dark")
 
 
-def test_the_roofline_tells_eager_from_fused_and_draws_each_roof(tmp_path):
-    import matplotlib.pyplot as plt
-    from matplotlib.text import Annotation
-
+def roofline_of(tmp_path, name: str, eager: tuple[float, float], fused: tuple[float, float]):
+    """The roofline chart (light palette) of a model GPU with one example, eager and fused at these
+    (intensity, TFLOP/s)."""
     model = {"label": "Test GPU", "bandwidth_gbps": 3350, "peak_tflops": 989, "peak_tflops_fp32": 67,
-             "points": [{"label": "act, eager", "intensity": 0.1, "tflops": 0.3, "measured": False},
-                        {"label": "act, fused", "intensity": 0.5, "tflops": 1.6, "measured": False}]}
+             "points": [{"label": f"{name}, eager", "intensity": eager[0], "tflops": eager[1], "measured": False},
+                        {"label": f"{name}, fused", "intensity": fused[0], "tflops": fused[1], "measured": False}]}
     (tmp_path / "files").mkdir()
     (tmp_path / "files" / "results.json").write_text(json.dumps({"roofline": model}))
     record = records.Record("demo/roof.py", "cpu", tmp_path)
     fig, _ = plots.draw_roofline(record, {"key": "roofline"}, plots.PALETTES["light"])
+    return fig
+
+
+def test_the_roofline_tells_eager_from_fused_and_draws_each_roof(tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Annotation
+
+    fig = roofline_of(tmp_path, "act", (0.1, 0.3), (0.5, 1.6))
     ax = fig.axes[0]
     eager, fused = ax.collections[:2]
     assert len(eager.get_facecolors()) == 0 or eager.get_facecolors()[0][3] == 0, "eager is hollow"
@@ -311,3 +318,25 @@ def test_regimes_part_a_sweep_where_its_two_limits_cross(record):
         plots.render(record, "sweep", {**options, "series": "sweep.eager"}, "light")
     with pytest.raises(plots.FigureError, match="two regimes"):
         plots.render(record, "sweep", {**options, "regimes": "one"}, "light")
+
+
+def test_the_roofs_are_named_past_the_plot_where_no_point_can_be(tmp_path):
+    """A roof's name stood at the roof's right end, over the points that sit on the roof there."""
+    import matplotlib.pyplot as plt
+
+    fig = roofline_of(tmp_path, "mm", (100, 335), (450, 989))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    plot = ax.get_window_extent()
+    roofs = [t for t in ax.texts if "TFLOP/s" in t.get_text()]
+    assert len(roofs) == 2, [t.get_text() for t in ax.texts]
+    assert all(t.get_window_extent().x0 > plot.x1 for t in roofs), "a roof's name inside the plot"
+    # The point at the right, on the roof, is named left of it: its name stays inside the plot.
+    (name,) = [t for t in ax.texts if t.get_text() == "mm"]
+    assert name.get_window_extent().x1 < plot.x1
+    plt.close(fig)
+
+
+def test_a_tiny_value_reads_as_a_plain_decimal():
+    assert [plots.readable(v) for v in (1e-5, 1.5e-5, 0.000123, 0.0123)] == ["0.00001", "0.000015", "0.000123",
+                                                                             "0.0123"]
