@@ -168,11 +168,14 @@ def id_cell(by_release: dict[str, dict], shown: list[str]) -> str:
 
 
 def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchors: bool) -> str:
-    """The table, a row per case: what it does (its name on hover, a link to its messages), its id, whether it
-    breaks (recompiles) on each release, the fix."""
+    """The table, a row per case: what it does (its name on hover, a link to its messages), its id where the
+    records have one (graph breaks have registry ids, recompiles none), whether it breaks (recompiles) on each
+    release, the fix."""
     prefix, _, _ = KINDS[kind]
     heads = " · ".join(release.removesuffix(".0") for release in shown)
-    rows = [f"| Case | Id | On torch {heads} | Fix |", "|---|---|:-:|---|"]
+    with_ids = any(entry["id"] for by_release in cases.values() for entry in by_release.values())
+    rows = [f"| Case |{' Id |' if with_ids else ''} On torch {heads} | Fix |",
+            f"|---|{'---|' if with_ids else ''}:-:|---|"]
     for case, by_release in cases.items():
         newest = list(by_release.values())[0]
         what = html.escape(newest["what"]).replace("|", "\\|")
@@ -182,7 +185,8 @@ def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchor
                     f'<a href="#{prefix}-msg-{case}" title="{case}: its messages">{what}</a>')
         fix = html.escape(newest["fix"]).replace("|", "\\|")
         cells = " · ".join(release_cell(by_release.get(release)) for release in shown)
-        rows.append(f"| {name} | {id_cell(by_release, shown)} | {cells} | {fix} |")
+        ids = f" {id_cell(by_release, shown)} |" if with_ids else ""
+        rows.append(f"| {name} |{ids} {cells} | {fix} |")
     return "\n".join(rows) + "\n"
 
 

@@ -236,3 +236,13 @@ def test_a_hit_links_to_its_row_and_the_row_to_its_messages(atlas_page):
     page.locator('a[href="#gb-msg-time_time"]').click()
     page.wait_for_function("location.hash === '#gb-msg-time_time'")
     assert page.locator("#gb-msg-time_time").is_visible(), "the link did not open the fold holding the messages"
+
+
+def test_the_table_has_an_id_column_only_where_a_case_has_an_id():
+    entry = {"what": "a print", "fix": "log it", "before": 1, "id": ""}
+    without = atlas.table("recompile", ["2.15.0"], {"print_tensor": {"2.15.0": entry}}, anchors=False)
+    assert without.splitlines()[0] == "| Case | On torch 2.15 | Fix |"
+    with_id = atlas.table("recompile", ["2.15.0"], {"print_tensor": {"2.15.0": {**entry, "id": "GB0179"}}},
+                          anchors=False)
+    assert with_id.splitlines()[0] == "| Case | Id | On torch 2.15 | Fix |"
+    assert "| GB0179 |" in with_id
