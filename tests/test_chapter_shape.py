@@ -1,7 +1,7 @@
 """Every chapter has the same frame: it says at its start which regime its example is in, and it ends with
 three takeaways and a quiz that asks for at least one calculation (issue 40, items 1 and 4).
 
-The chapters are the pages that show snippets (scripts.notebooks.chapter_pages()), in the order mkdocs.yml's
+The chapters are the pages that show snippets (scripts.chapters.chapter_pages()), in the order mkdocs.yml's
 nav lists them. What each check reads:
 
 - **Takeaways**: the section under the heading `## Takeaways`, up to the next `## ` heading; its top-level
@@ -22,7 +22,8 @@ import re
 
 import pytest
 
-from scripts import notebooks, records
+from scripts import chapters as model
+from scripts import records
 
 DOCS = records.ROOT / "docs"
 REGIMES = "dissecting/regimes.md"
@@ -32,24 +33,15 @@ QUIZ = "## Quiz"
 BULLET = re.compile(r"^[-*][ \t]+\S")
 CALCULATION = re.compile(r"""^\?\?\?[ \t]+question(?:[ \t]+[\w-]+)*[ \t]+calculation"""
                          r"""(?:[ \t]+[\w-]+)*[ \t]+"[^"]+"\s*$""")
-NAV_PAGE = re.compile(r"^\s*-\s+(?:.*:\s+)?([\w./-]+\.md)\s*$")
 REGIME_LINK = re.compile(r"\]\((?:\.\./)*(?:dissecting/)?regimes\.md(?:#[\w-]+)?\)")
 REGIME_WORD = re.compile(r"\b(?:compute|memory|overhead)-bound\b|\bregimes?\b", re.IGNORECASE)
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 OPENING_ENDS = re.compile(r"^\s*(?:```|~~~|===[ !+]|!!!|\?\?\?|<!-- md:output|--8<--)")
 
 
-def nav_order() -> list[str]:
-    """The nav's pages, in order, as paths under docs/."""
-    text = (records.ROOT / "mkdocs.yml").read_text()
-    nav = text.split("\nnav:\n", 1)[1]
-    nav = re.split(r"\n\S", nav, maxsplit=1)[0]  # up to the next top-level key
-    return [m.group(1) for line in nav.splitlines() if (m := NAV_PAGE.match(line))]
-
-
 def chapters() -> list[str]:
-    order = nav_order()
-    pages = [page.relative_to(DOCS).as_posix() for page in notebooks.chapter_pages()]
+    order = model.nav()
+    pages = [page.relative_to(DOCS).as_posix() for page in model.chapter_pages()]
     missing = [page for page in pages if page not in order]
     assert not missing, f"chapters not in mkdocs.yml's nav: {missing}"
     return sorted(pages, key=order.index)
