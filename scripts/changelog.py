@@ -205,9 +205,11 @@ def say_asserts(values: dict[str, object]) -> str | None:
     if grouped is None or not single:
         return None
     calls = by_release(single, "calls") if len(set(single.values())) > 1 else f"{next(iter(single.values()))} calls"
-    return (f"From torch {grouped}, Inductor's generated wrapper checks the sizes and strides of its inputs in "
-            f"one `assert_size_stride_grouped` call, where {releases.names_of(list(single))} call "
-            f"`assert_size_stride` once per input ({calls} here).")
+    groups = values[grouped][1]
+    return (f"From torch {grouped}, Inductor's generated wrapper checks the sizes and strides of its inputs just "
+            f"before the first kernel that uses them, grouped into one `assert_size_stride_grouped` call per such "
+            f"kernel ({groups} call{'s' if groups != 1 else ''} here), where {releases.names_of(list(single))} "
+            f"call `assert_size_stride` once per input, at the top ({calls} here).")
 
 
 def say_softmax(values: dict[str, object]) -> str | None:
@@ -216,8 +218,8 @@ def say_softmax(values: dict[str, object]) -> str | None:
         return None
     words = [set(str(name).split("fused_", 1)[-1].split("_")) for name in (old, new)]
     gone, came = sorted(words[0] - words[1] - {""}), sorted(words[1] - words[0] - {""})
-    moved = "; ".join([*([f"{code(gone)} leave{'s' if len(gone) == 1 else ''} it"] if gone else []),
-                       *([f"{code(came)} join{'s' if len(came) == 1 else ''} it"] if came else [])])
+    moved = "; ".join([*([f"{code(gone)} leave{'s' if len(gone) == 1 else ''} the name"] if gone else []),
+                       *([f"{code(came)} join{'s' if len(came) == 1 else ''} the name"] if came else [])])
     return (f"Inductor names its online-softmax kernel after the ATen ops fused into it: "
             f"{by_release(values, show=lambda name: f'`{name}`')}" + (f" ({moved})" if moved else "")
             + ", so a trace or a log searched by one release's name misses the other's.")
