@@ -466,14 +466,17 @@ MEASURE_PAGE = """() => {
     const scale = box && box.width ? svg.getBoundingClientRect().width / box.width : 1;
     text.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent.trim().slice(0, 40)]);
   }));
+  // A drawing may come twice (wide and phone), one hidden at each width: measure the one shown.
+  const drawn = s => s.offsetParent !== null && s.getBoundingClientRect().width > 0;
   article.querySelectorAll('svg.mlc-illustration text').forEach(t => {
     const svg = t.closest('svg'), box = svg.viewBox.baseVal;
+    if (!drawn(svg)) return;
     text.push([parseFloat(getComputedStyle(t).fontSize) * svg.getBoundingClientRect().width / box.width,
                t.textContent.trim().slice(0, 40)]);
   });
   return {screens: document.documentElement.scrollHeight / innerHeight,
           code: code / article.getBoundingClientRect().height, images, diagrams: diagrams.length, text,
-          drawings: article.querySelectorAll('svg.mlc-illustration').length};
+          drawings: Array.from(article.querySelectorAll('svg.mlc-illustration')).filter(drawn).length};
 }"""
 
 
