@@ -30,7 +30,7 @@ from scripts import records, run_env
 
 RECEIPTS = records.OUTPUTS / "notebook-runs.json"
 CELL_LIMIT_S = 900
-COMMAND = "python -m scripts.regenerate --notebooks"
+COMMAND = f"{records.REMAKE} --notebooks"  # the hint a stale receipt prints, as a record's does
 
 
 def torch_version() -> str:
