@@ -108,10 +108,18 @@ def chapter_of(config) -> dict | None:
     return {"snippets": snippets, "notebook": chapters.notebook_name(path), "urls": {url, url.rstrip("/"), src}}
 
 
+# Modules whose unparametrized tests read the whole site (its links and anchors, every notebook, the glossary,
+# the diagrams, the counts pages state, the versions page): a new chapter can break them, so --chapter runs them.
+SITE_WIDE = ("test_site", "test_notebooks", "test_glossary", "test_diagrams", "test_stated_counts", "test_chapters",
+             "test_changelog", "test_chapter_shape")
+
+
 def in_chapter(item, chosen: dict) -> bool:
     """Whether a test belongs to the chosen chapter: a test parametrized by one of its snippets, records,
-    notebook or page, or the strict build."""
+    notebook or page, or a site-wide test (SITE_WIDE) that takes no parameter."""
     params = getattr(getattr(item, "callspec", None), "params", {})
+    if not params and item.module.__name__ in SITE_WIDE:
+        return True
     for value in params.values():
         snippet = getattr(value, "snippet", value)  # a record, or a snippet's name
         if isinstance(snippet, str) and (snippet in chosen["snippets"] or snippet == chosen["notebook"]
