@@ -82,6 +82,9 @@ JAX_SECTION = ("## The same in JAX\n\nOn the site these cells sit in JAX tabs be
 CODE_SPAN = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)")
 LINK = re.compile(r"(!?\[(?:[^\[\]]|\[[^\[\]]*\])*\])\((?P<target>[^()\s]+)(?P<rest>(?:\s+\"[^\"]*\")?)\)")
 ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*[.#][^}\n]*\}")
+# A drawn illustration's phone copy: the site's CSS shows one of the two by width; a notebook has no such CSS,
+# so it keeps the wide drawing only.
+PHONE_DRAWING = re.compile(r"""<svg\b[^>]*\bclass="[^"]*\bmlc-narrow\b[^"]*"[^>]*>.*?</svg>\n?""", re.DOTALL)
 
 
 class NotebookError(ChapterError):
@@ -305,6 +308,7 @@ class Builder:
 
         text = outside_code(text, lambda part: LINK.sub(link, part))
         text = outside_code(text, lambda part: ATTR_LIST.sub("", part))  # `{ .md-button }`: the site's styling
+        text = outside_code(text, lambda part: PHONE_DRAWING.sub("", part))
         text = outside_code(text, caption_as_markdown)  # Colab and VS Code drop a styled <p>
         text = outside_code(text, lambda part: re.sub(r"\n{3,}", "\n\n", part)).strip("\n")
         # mkdocs-jupyter's table of contents mislinks headings with code in them: keep the words, drop the ticks.

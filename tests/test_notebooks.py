@@ -184,6 +184,17 @@ def test_a_notebook_opened_anywhere_has_no_relative_link(built):
     assert not relative, relative[:10]
 
 
+def test_a_notebook_shows_each_drawn_illustration_once(built):
+    """The site draws an illustration twice, wide and for a phone, and its CSS shows one; a notebook has no such
+    CSS, so it keeps the wide one only."""
+    twice = [name for name, notebook in built.items() for cell in notebook.cells
+             if cell.cell_type == "markdown" and "mlc-narrow" in cell.source]
+    drawn = [name for name, notebook in built.items() for cell in notebook.cells
+             if cell.cell_type == "markdown" and "mlc-illustration" in cell.source]
+    assert drawn, "no notebook has a drawn illustration: the check below would prove nothing"
+    assert not twice, f"notebooks with a phone copy of an illustration: {sorted(set(twice))}"
+
+
 def test_the_eager_notebook_carries_its_recorded_outputs(built):
     notebook = built["notebooks/eager-mode.ipynb"]
     shown = [cell for cell in notebook.cells if cell.cell_type == "code" and not cell.metadata["mlc"].get("setup")]
