@@ -44,10 +44,16 @@ def wall_clock(kernel_call, quantiles):
     return [statistics.median(times), min(times), max(times)]
 
 
-# Triton's own benchmarker needs a GPU; the interpreter gets the wall clock.
-timer = None if device == "cuda" else wall_clock
+def gpu_timer(kernel_call, quantiles):
+    """Triton's own GPU benchmarker, the autotuner's default, counted."""
+    runs.append(None)  # do_bench picks its number of runs from the kernel's time
+    return triton.testing.do_bench(kernel_call, quantiles=quantiles)
+
+
+# Triton's benchmarker needs a GPU; the interpreter gets the wall clock.
+timer = gpu_timer if device == "cuda" else wall_clock
 # --8<-- [end:timer]
-results["runs_per_config"] = RUNS if timer else None
+results["runs_per_config"] = RUNS if device == "cpu" else None
 
 
 # --8<-- [start:kernel]

@@ -67,7 +67,10 @@ t0 = region.time_range.start
 # The ops the function called (relu's inner clamp_min is a child of relu), and on
 # CUDA the kernels they launched, which ran later on the GPU. A CPU op does the work.
 ops = [e for e in events if e.cpu_parent is region]
-kernels = [e for e in events if e.device_type == DeviceType.CUDA]
+# The named region shows on the GPU's timeline too, as an annotation spanning its
+# kernels; it is not a kernel.
+kernels = [e for e in events
+           if e.device_type == DeviceType.CUDA and not e.is_user_annotation]
 ops.sort(key=lambda e: e.time_range.start)
 kernels.sort(key=lambda e: e.time_range.start)
 
