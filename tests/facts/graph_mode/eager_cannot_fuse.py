@@ -20,6 +20,14 @@ def _(record):
         # Eager: the GEMM, the add and the relu each launch (at least) one kernel; compiled: fewer.
         assert eager["kernel_count"] >= 3
         assert compiled["kernel_count"] < eager["kernel_count"]
+        # graph-mode.md names them: the profiled call's label, a memset, cuBLAS's GEMM, then eager's add and
+        # relu kernels; compiled, the same GEMM and Inductor's one Triton kernel.
+        kernels, compiled_kernels = eager["kernels"], compiled["kernels"]
+        assert kernels[:2] == ["eager", "Memset "] and compiled_kernels[:2] == ["compiled", "Memset "]
+        assert kernels[2].startswith("nvjet") and compiled_kernels[2] == kernels[2]
+        assert kernels[3:] == ["at::native::elementwise_kernel", "at::native::vectorized_elementwise_kernel"]
+        assert compiled_kernels[3:] == ["triton_poi_fused_add_relu_0"]
+        assert compiled["calls"] == ["extern_kernels.mm", "triton_poi_fused_add_relu_0"]
     else:
         assert eager["kernel_count"] == compiled["kernel_count"] == 0
         assert compiled["calls"] == ["extern_kernels.addmm", "cpp_fused_relu_0"]  # bias folded into addmm
