@@ -55,3 +55,8 @@ def _(record):
     assert "requires_grad mismatch" in rows["requires_grad"]["reason"]
     assert results["automatic_dynamic"] == {"8": 1, "16": 2, "32": 2, "64": 2}
     assert isinstance(results["recompile_limit"], int) and results["recompile_limit"] >= 4
+    # dynamo.md: on a GPU each TENSOR_MATCH names the CUDA dispatch keys and device 0; the tree is the same.
+    if record.device == "cuda":
+        assert guards.count("DispatchKeySet(CUDA, BackendSelect, ADInplaceOrView, AutogradCUDA)") == 2
+        assert guards.count("device=0,") == 2
+        assert "DispatchKeySet(CPU" not in guards

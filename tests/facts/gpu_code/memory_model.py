@@ -38,3 +38,14 @@ def _(record):
             assert point["tflops"] <= roofline["bandwidth_gbps"] * point["intensity"] / 1000 * (1 + 1e-9)
     assert any(p["measured"] for p in points) == (record.device == "cuda")
     assert "model" in record.results["label"]
+    # inductor-cuda.md: the roofs drawn are the H100's; the H200 has its peak rates and faster memory.
+    specs = record.results["specs"]
+    assert specs["h200"]["tflops"] == specs["h100"]["tflops"], specs
+    assert specs["h200"]["bandwidth_gbps"] > specs["h100"]["bandwidth_gbps"], specs
+    if record.device == "cuda":  # each example timed eager and compiled, and drawn as a measured point
+        assert set(record.results["timing"]) == set(model), record.results["timing"].keys()
+        assert sum(p["measured"] for p in points) == 2 * len(model)
+        # At 100 x 100 the calls take far longer than either bound: microseconds against < 0.1 us.
+        small = record.results["timing"]["matmul_softmax_100"]
+        assert max(model["matmul_softmax_100"][gpu]["eager_us"] for gpu in ("h100", "h200")) < 0.1
+        assert min(small[kind]["median_us"] for kind in ("eager", "compiled")) > 1

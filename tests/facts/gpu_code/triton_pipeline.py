@@ -50,6 +50,9 @@ def _(record):
     assert mm["sm_100"]["matrix_sass_count"] == 2 * (64 // 16)
     if record.device == "cpu":
         assert "without a GPU" in record.results["label"]
+    else:  # triton.md: the CUDA tabs were compiled on the GPU's machine, for a named target, and never run
+        assert f"on a machine with an {record.hardware}; never run" in record.results["label"]
+        assert "ran on cuda:" in record.section("check")
     # The stages, as files, with the instruction each page excerpt points at.
     sm90 = "matmul_bias_relu.sm_90"
     assert "tt.dot" in record.file(f"{sm90}.ttir").read_text()

@@ -14,6 +14,10 @@ def _(record):
         for stage in ("ttir", "ttgir", "llir", "ptx", "sass"):
             assert pipeline[stage]["matches"] >= 1, f"no matmul found in the {stage} stage"
         assert pipeline["shared_bytes"] > 0
+        if record.environment.get("compute_capability") == "9.0":  # inductor-and-triton.md: Hopper's wgmma
+            assert pipeline["ttgir"]["first"].split(" = ")[1].startswith("ttng.warp_group_dot"), pipeline
+            assert pipeline["ptx"]["first"].startswith("wgmma.mma_async"), pipeline
+            assert pipeline["sass"]["first"].startswith("HGMMA."), pipeline
         timed(record.results["timing"], ("eager", "compiled", "triton"))
     else:
         assert check["interpreted"] and (check["m"], check["n"], check["k"]) == (256, 256, 256)
