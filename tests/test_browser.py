@@ -165,11 +165,11 @@ def assets_digest(site: Path) -> str:
     return digest.hexdigest()
 
 
-def page_key(site: Path, path: str) -> str:
+def page_key(site: Path, path: str, *tests: str) -> str:
     """What a page's checks depend on: its HTML, every file it references (figures, notebooks), the theme's
-    assets, and these tests."""
+    assets, and the tests that check it (this file and any other named)."""
     html = (site / path / "index.html").read_text()
-    parts = [html, assets_digest(site), Path(__file__).read_text(), AXE]
+    parts = [html, assets_digest(site), AXE, *(Path(t).read_text() for t in (__file__, *tests))]
     for ref in sorted(set(re.findall(r'(?:src|href)="([^"#?]+)', html))):
         target = (site / path / ref).resolve()
         if not re.match(r"^[a-z]+:|^//", ref) and target.is_file() and target.is_relative_to(site.resolve()):
@@ -501,6 +501,11 @@ def test_a_page_reads_in_one_sitting(server, browser, path):
     figure, and every figure's text at least FIGURE_TEXT_MIN_PX as rendered at 1280 and at 390 px. The
     measures go to .cache/page-measures/ (the reader issue's table)."""
     base, out = server
+    measures = ROOT / ".cache" / "page-measures" / f"{(path.strip('/') or 'index').replace('/', '__')}.json"
+    run_key = page_key(out, path)
+    if measures.exists() and run_cache.kept("page-measures", path or "home", run_key):
+        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
+                    f"(.cache/runs/; {run_cache.RERUN}=1 measures it again)")
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
     page = context.new_page()
     page.add_init_script(OPEN_SHADOW_ROOTS)
@@ -513,9 +518,8 @@ def test_a_page_reads_in_one_sitting(server, browser, path):
     context.close()
     row = {"page": path or "home", "screens": round(wide["screens"], 1), "code_share": round(wide["code"], 2),
            "figures": wide["figures"], "text_px_1280": wide["smallest"], "text_px_390": narrow["smallest"]}
-    measures = ROOT / ".cache" / "page-measures"
-    measures.mkdir(parents=True, exist_ok=True)
-    (measures / f"{(path.strip('/') or 'index').replace('/', '__')}.json").write_text(json.dumps(row))
+    measures.parent.mkdir(parents=True, exist_ok=True)
+    measures.write_text(json.dumps(row))
     problems = []
     if wide["screens"] > MAX_SCREENS:
         problems.append(f"{wide['screens']:.1f} screens at 1280 x 900 (at most {MAX_SCREENS})")
@@ -528,3 +532,4 @@ def test_a_page_reads_in_one_sitting(server, browser, path):
         if px is not None and px < FIGURE_TEXT_MIN_PX:
             problems.append(f"figure text {px:.1f} px at {width} px ({where})")
     assert not problems, f"{path or 'home'}: " + "; ".join(problems)
+    run_cache.keep("page-measures", path or "home", run_key)

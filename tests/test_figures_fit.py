@@ -11,7 +11,8 @@ import json
 import re
 
 import pytest
-from test_browser import CHAPTERS, OVERFLOW_ALLOWANCE_PX, REFERENCE, browser, server  # noqa: F401 (fixtures)
+import run_cache
+from test_browser import CHAPTERS, OVERFLOW_ALLOWANCE_PX, REFERENCE, browser, page_key, server  # noqa: F401
 
 from scripts.records import ROOT
 
@@ -91,7 +92,11 @@ ILLUSTRATIONS_WITHOUT_A_PHONE_DRAWING: set[str] = set()
 
 @pytest.mark.parametrize("path", [""] + CHAPTERS + list(REFERENCE), ids=["home"] + CHAPTERS + list(REFERENCE))
 def test_figures_fit_the_column_at_1280_and_390(server, browser, path):  # noqa: F811
-    base, _ = server
+    base, site = server
+    run_key = page_key(site, path, __file__)
+    if run_cache.kept("figures-fit", path or "home", run_key):
+        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
+                    f"(.cache/runs/; {run_cache.RERUN}=1 checks it again)")
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
     page = context.new_page()
     page.goto(f"{base}/{path}", wait_until="networkidle")
@@ -116,3 +121,4 @@ def test_figures_fit_the_column_at_1280_and_390(server, browser, path):  # noqa:
         problems += [f"at 390: {p}" for p in illustrations]
     problems += [f"loads {s}" for s in scripts if "mermaid" in s.lower()]
     assert not problems, f"{path or 'home'}: " + "; ".join(problems)
+    run_cache.keep("figures-fit", path or "home", run_key)
