@@ -45,6 +45,15 @@ def _(record):
     if record.device == "cuda":  # each example timed eager and compiled, and drawn as a measured point
         assert set(record.results["timing"]) == set(model), record.results["timing"].keys()
         assert sum(p["measured"] for p in points) == 2 * len(model)
+        # A circle sits at its square's intensity (the model's bytes): eager's at eager's, compiled's at fused's.
+        measured = {p["label"]: p for p in points if p["measured"]}
+        for name, entry in model.items():
+            assert measured[f"{name}, eager on the GPU"]["intensity"] == entry["eager_intensity"]
+            assert measured[f"{name}, compiled on the GPU"]["intensity"] == entry["fused_intensity"]
+        # The H200's memory is faster than the H100 roofs drawn: eager's activation circle sits above its roof.
+        if "H200" in record.hardware:
+            eager_act = measured["complex_activation, eager on the GPU"]
+            assert eager_act["tflops"] > roofline["bandwidth_gbps"] * eager_act["intensity"] / 1000
         # At 100 x 100 the calls take far longer than either bound: microseconds against < 0.1 us.
         small = record.results["timing"]["matmul_softmax_100"]
         assert max(model["matmul_softmax_100"][gpu]["eager_us"] for gpu in ("h100", "h200")) < 0.1
