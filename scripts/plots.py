@@ -480,8 +480,9 @@ def draw_roofline(record: Record, options: dict, colors: dict):
     ax.grid(which="major")
     if _layout["narrow"]:  # under the chart: inside, on a phone, it would cover the points
         ax.legend(handles=handles, frameon=False, fontsize=10, loc="upper left", bbox_to_anchor=(-0.2, -0.2))
-    else:
-        ax.legend(handles=handles, frameon=False, fontsize=10, loc="lower right")
+    else:  # under the chart, in two columns: inside, measured points far below a roof ran into it
+        ax.legend(handles=handles, frameon=False, fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+                  ncol=2)
     ax.set_title(model.get("label", ""), loc="left", fontsize=11)
     alt = (f"Roofline of {model.get('label', 'a device')}: memory roof {readable(bandwidth)} GB/s, compute roof "
            f"{readable(peak)} TFLOP/s, ridge at {readable(ridge)} FLOP per byte; points: "
