@@ -396,6 +396,18 @@ def mark_regimes(ax, x: list, timings: list, regimes: str, colors: dict) -> str:
             f"near {readable(knee)}, {names[0]} below it, {names[1]} above.")
 
 
+def apart(fig, names: list) -> None:
+    """Move each point's name down, below any name drawn before it that it would cover."""
+    fig.canvas.draw()
+    for i, name in enumerate(names):
+        for _ in range(4):
+            box = name.get_window_extent()
+            if not any(box.overlaps(other.get_window_extent()) for other in names[:i]):
+                break
+            x, y = name.xyann
+            name.xyann = (x, y - box.height * 72 / fig.dpi - 2)
+
+
 def draw_roofline(record: Record, options: dict, colors: dict):
     import math
 
@@ -441,27 +453,35 @@ def draw_roofline(record: Record, options: dict, colors: dict):
         marker = "o" if p.get("measured") else "s"
         ax.scatter([p["intensity"]], [p["tflops"]], marker=marker, zorder=3, s=46, linewidths=1.6,
                    edgecolors=color, facecolors="none" if eager else color)
-        placed.setdefault(example, {})["eager" if eager else "other"] = (p["intensity"], p["tflops"])
-    for example, ends in placed.items():
+        # A model's points and measured ones are separate pairs, each with its own arrow.
+        pair = placed.setdefault((example, bool(p.get("measured"))), {})
+        pair["eager" if eager else "other"] = (p["intensity"], p["tflops"])
+    named, names = set(), []
+    for (example, _), ends in placed.items():
         if "eager" in ends and "other" in ends:
             ax.annotate("", xy=ends["other"], xytext=ends["eager"], zorder=2, arrowprops={
                 "arrowstyle": "->", "color": colors["series"][examples.index(example) % len(colors["series"])],
                 "linewidth": 1.2, "shrinkA": 5, "shrinkB": 5})
-        if _layout["narrow"]:
+        if _layout["narrow"] or example in named:
             continue  # a phone's chart is too small for names beside the points: its legend names them
+        named.add(example)  # once, at the first pair drawn: the model's where there is one
         # Each example is named beside its last point (the fused or compiled one), not only in the legend:
-        # right of it and below, or, in the right part of the chart, left of it and above (on the right
-        # the name would run into the roofs' names, and a point there sits on a roof, with the line from
-        # its eager point coming in from the left and below).
+        # right of it and below, or, in the right part of the chart, left of it and below the example's
+        # lowest point (on the right the name would run into the roofs' names, and above it, it would read
+        # as the name of whatever sits left of it under a roof).
         point = ends.get("other", ends.get("eager"))
         left = math.log(point[0] / xs[0]) > 0.7 * math.log(xs[-1] / xs[0])
-        ax.annotate(example.replace("_", " "), xy=point, xytext=(-7, 7) if left else (7, -3),
-                    textcoords="offset points", ha="right" if left else "left", va="bottom" if left else "top",
-                    fontsize=10, color=colors["fg"], zorder=4)
+        if left:
+            point = (point[0], min(p["tflops"] for p in points if p["label"].split(", ")[0] == example))
+        names.append(ax.annotate(example.replace("_", " "), xy=point, xytext=(-7, -9) if left else (7, -3),
+                                 textcoords="offset points", ha="right" if left else "left", va="top",
+                                 fontsize=10, color=colors["fg"], zorder=4))
+    apart(fig, names)
     from matplotlib.lines import Line2D
 
     variants = {p["label"].partition(", ")[2] for p in points}
-    handles = [Line2D([], [], linestyle="none", marker="s", markersize=7,
+    every_measured = all(p.get("measured") for p in points)
+    handles = [Line2D([], [], linestyle="none", marker="o" if every_measured else "s", markersize=7,
                       color=colors["series"][i % len(colors["series"])],
                       label=example.replace("_", " ")) for i, example in enumerate(examples)]
     if any(v.startswith("eager") for v in variants) and len(variants) > 1:
@@ -469,7 +489,7 @@ def draw_roofline(record: Record, options: dict, colors: dict):
                            markeredgecolor=colors["fg"], label="eager (hollow)"),
                     Line2D([], [], linestyle="none", marker="o", markersize=7, color=colors["fg"],
                            label="fused or compiled (filled)")]
-    if not all(p.get("measured") for p in points):
+    if not every_measured:
         handles.append(Line2D([], [], linestyle="none", marker="s", markersize=7, markerfacecolor="none",
                               markeredgecolor=colors["fg"], label="square: a model, not measured"))
     ax.set_xscale("log")
