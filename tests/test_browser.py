@@ -177,16 +177,22 @@ def page_key(site: Path, path: str, *tests: str) -> str:
     return run_cache.key(*parts)
 
 
+def unless_kept(kind: str, site: Path, path: str, *tests: str) -> str:
+    """The key of a page check (page_key); skips the test if the check passed on this page, as it is, before
+    (tests/run_cache.py). A passing test keeps it: `run_cache.keep(kind, path or "home", key)`."""
+    run_key = page_key(site, path, *tests)
+    if run_cache.kept(kind, path or "home", run_key):
+        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
+                    f"(.cache/runs/; {run_cache.RERUN}=1 checks it again)")
+    return run_key
+
+
 @pytest.mark.parametrize("path", PAGES, ids=[p or "home" for p in PAGES])
 def test_page_loads_cleanly_and_is_accessible(server, browser, path):
     """No console error, failed or third-party request; every image loads; axe passes in both palettes;
     screenshots at desktop and mobile widths."""
     base, site = server
-    # The same page, loading the same files, passed here before: not opened again (tests/run_cache.py).
-    run_key = page_key(site, path)
-    if run_cache.kept("page-checks", path or "home", run_key):
-        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
-                    f"(.cache/runs/; {run_cache.RERUN}=1 checks it again)")
+    run_key = unless_kept("page-checks", site, path)
     context, page, watch = open_page(browser, base, path)
     problems = list(watch.problems)
     # Lazy images load once scrolled to, and one of each light/dark pair is hidden: load and decode
@@ -511,10 +517,7 @@ def test_a_page_reads_in_one_sitting(server, browser, path):
     measures go to .cache/page-measures/ (the reader issue's table)."""
     base, out = server
     measures = ROOT / ".cache" / "page-measures" / f"{(path.strip('/') or 'index').replace('/', '__')}.json"
-    run_key = page_key(out, path)
-    if measures.exists() and run_cache.kept("page-measures", path or "home", run_key):
-        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
-                    f"(.cache/runs/; {run_cache.RERUN}=1 measures it again)")
+    run_key = unless_kept("page-measures", out, path) if measures.exists() else page_key(out, path)
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
     page = context.new_page()
     page.add_init_script(OPEN_SHADOW_ROOTS)

@@ -12,7 +12,7 @@ import re
 
 import pytest
 import run_cache
-from test_browser import CHAPTERS, OVERFLOW_ALLOWANCE_PX, REFERENCE, browser, page_key, server  # noqa: F401
+from test_browser import CHAPTERS, OVERFLOW_ALLOWANCE_PX, REFERENCE, browser, server, unless_kept  # noqa: F401
 
 from scripts.records import ROOT
 
@@ -93,10 +93,7 @@ ILLUSTRATIONS_WITHOUT_A_PHONE_DRAWING: set[str] = set()
 @pytest.mark.parametrize("path", [""] + CHAPTERS + list(REFERENCE), ids=["home"] + CHAPTERS + list(REFERENCE))
 def test_figures_fit_the_column_at_1280_and_390(server, browser, path):  # noqa: F811
     base, site = server
-    run_key = page_key(site, path, __file__)
-    if run_cache.kept("figures-fit", path or "home", run_key):
-        pytest.skip(f"the page and every file it loads are as they were when it passed on this machine "
-                    f"(.cache/runs/; {run_cache.RERUN}=1 checks it again)")
+    run_key = unless_kept("figures-fit", site, path, __file__)
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
     page = context.new_page()
     page.goto(f"{base}/{path}", wait_until="networkidle")
