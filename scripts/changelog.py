@@ -382,19 +382,23 @@ class Highlight:
     detail: str = ""
 
 
-def highlights(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS,
-               notable: tuple[Notable, ...] | None = None) -> list[Highlight]:
-    """Each notable change (NOTABLE unless given) the records still show, with its sentence and the diffs of
-    its sections. One whose snippet is gone, or has fresh records on fewer than two releases, or whose releases
-    now agree, is left out (tests/test_changelog.py checks that none is, on the committed records); one whose
-    record lacks what it reads raises ChangelogError, which fails the build."""
+def review(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS,
+           notable: tuple[Notable, ...] | None = None) -> list[tuple[Notable, Highlight | None, str]]:
+    """Each notable change (NOTABLE unless given) with its Highlight: its sentence and the diffs of its sections.
+    Where the records no longer show it, None and why: its snippet is gone, or it has fresh records on fewer
+    than two releases, or its releases now agree (tests/test_changelog.py checks that none is, on the committed
+    records). One whose record lacks what it reads raises ChangelogError, which fails the build."""
     out = []
     for item in NOTABLE if notable is None else notable:
         if not (snippets / item.snippet).is_file():
+            out.append((item, None, f"snippets/{item.snippet} is gone"))
             continue
         found = sorted(releases.comparable(item.snippet, "cpu", outputs, snippets),
                        key=lambda r: records.version_key(r.release))
         if len(found) < 2:
+            fresh = ", ".join(r.release for r in found) or "none"
+            out.append((item, None, f"it has fresh CPU records on {len(found)} release(s) ({fresh}), and a change "
+                                    f"needs two"))
             continue
         values = {}
         for record in found:
@@ -405,10 +409,18 @@ def highlights(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPET
                                      f"{record.release} record of {item.snippet}: {error} (scripts/changelog.py "
                                      f"NOTABLE)") from None
         sentence = item.say(values)
-        if sentence:
-            changes = releases.changes(item.snippet, list(item.sections), "cpu", outputs, snippets)
-            out.append(Highlight(item, sentence, found, changes, item.detail(values) if item.detail else ""))
+        if not sentence:
+            out.append((item, None, "its releases' records now agree"))
+            continue
+        changes = releases.changes(item.snippet, list(item.sections), "cpu", outputs, snippets)
+        out.append((item, Highlight(item, sentence, found, changes, item.detail(values) if item.detail else ""), ""))
     return out
+
+
+def highlights(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS,
+               notable: tuple[Notable, ...] | None = None) -> list[Highlight]:
+    """The notable changes (NOTABLE unless given) the records still show (review)."""
+    return [found for _, found, _ in review(outputs, snippets, notable) if found]
 
 
 # ------------------------------------------------------------------------------------------------ the page

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import changelog, records, releases
+from scripts import changelog, records
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARDS = next(item for item in changelog.NOTABLE if item.snippet == "dissecting/dynamo_guards.py")
@@ -66,6 +66,8 @@ def test_a_change_the_records_no_longer_show_drops_from_the_page(tmp_path):
     for path in copies.values():
         edit(path, guard_count=oldest["guard_count"], guard_kinds=oldest["guard_kinds"])
     assert sentences(tmp_path) == []
+    [(_, found, why)] = changelog.review(tmp_path / "outputs", tmp_path / "snippets", (GUARDS,))
+    assert (found, why) == (None, "its releases' records now agree")
 
 
 def test_a_change_whose_record_lacks_what_it_reads_fails_the_build(tmp_path):
@@ -81,15 +83,10 @@ def test_a_change_whose_record_lacks_what_it_reads_fails_the_build(tmp_path):
 def test_every_notable_change_is_still_in_the_committed_records(item):
     """A change the records stop showing drops from the page silently; this is where it is noticed: remove the
     entry from changelog.NOTABLE, or rewrite it for what the records show now."""
-    found = changelog.highlights(notable=(item,))
-    if not found:
-        fresh = [r.release for r in releases.comparable(item.snippet, "cpu", records.OUTPUTS, records.SNIPPETS)]
-        why = (f"snippets/{item.snippet} is gone" if not (records.SNIPPETS / item.snippet).is_file() else
-               f"it has fresh CPU records on {len(fresh)} release(s) ({', '.join(fresh) or 'none'}), and a change "
-               f"needs two" if len(fresh) < 2 else "its releases' records now agree")
+    [(_, found, why)] = changelog.review(notable=(item,))
+    if found is None:
         pytest.fail(f"notable change '{item.name}' is no longer shown: {why}. Remove it from changelog.NOTABLE, "
                     f"remake the records it reads, or rewrite it for what they show now", pytrace=False)
-    [found] = found
     assert found.changes or found.detail, f"{item.name}: nothing is folded under the sentence"
 
 
