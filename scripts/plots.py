@@ -594,14 +594,17 @@ def draw_breakeven(record: Record, options: dict, colors: dict):
             label="compiled: compile time, then calls × its median")
     if even is not None and even <= last:
         ax.axvline(even, color=colors["muted"], linestyle="--", linewidth=1)
-        ax.text(even, compile_s + even * c, f"  break-even: {readable(even)} calls", va="top", fontsize=10,
-                color=colors["fg"])
+        # On the chart's background, so that neither the grid nor the dashed line runs through it.
+        ax.annotate(f"break-even: {readable(even)} calls", (even, compile_s + even * c), xytext=(6, -6),
+                    textcoords="offset points", va="top", fontsize=10, color=colors["fg"],
+                    bbox={"facecolor": colors["bg"], "edgecolor": "none", "pad": 1})
     ax.set_xlabel("calls")
     ax.set_ylabel("total time (s)")
     ax.set_xlim(0, last)
     ax.set_ylim(0, None)
     ax.grid(which="major")
-    ax.legend(frameon=False, loc="upper left")
+    # Under the chart: inside it, the break-even line ran through the entries.
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(-0.1, -0.16))
     alt = (f"Total time against calls: eager grows by {readable(e * 1e3)} ms a call; compiled starts at "
            f"{readable(compile_s)} s of compiling and grows by {readable(c * 1e3)} ms a call"
            + (f"; they cross after {readable(even)} calls." if even is not None else "; they never cross."))
