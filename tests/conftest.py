@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -41,29 +42,61 @@ def pytest_configure(config):
             config.pluginmanager.register(ShareRunId())
 
 
-@pytest.fixture(scope="session")
-def built_site(request) -> Path:
-    """The site, built with `mkdocs build --strict` once per test run however many workers ask for it.
-    Returns the site folder; the build's stderr is in build.log beside it."""
-    config = request.config
-    run_id = config.workerinput["mlc_run_id"] if hasattr(config, "workerinput") else config.option.mlc_run_id
+def run_id(config) -> str:
+    return config.workerinput["mlc_run_id"] if hasattr(config, "workerinput") else config.option.mlc_run_id
+
+
+BUILDS: list[subprocess.Popen] = []  # a build still running when the session ends is stopped
+
+
+def build_site(run: str) -> Path:
+    """Build the site with `mkdocs build --strict` once per test run, however many workers ask (they take turns
+    on a lock). Returns the run's folder: the site, build.log (the build's stderr) and returncode."""
     base = CACHE / "test-site"
     base.mkdir(parents=True, exist_ok=True)
-    out = base / run_id
+    out = base / run
     with open(base / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out / "build.log").exists():
             for old in base.iterdir():  # sites of earlier runs
-                if old.is_dir() and old.name != run_id:
+                if old.is_dir() and old.name != run:
                     shutil.rmtree(old, ignore_errors=True)
-            result = subprocess.run(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out / "site")],
-                cwd=ROOT, capture_output=True, text=True, timeout=300,
+                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                 env=dict(os.environ, NO_MKDOCS_2_WARNING="1", REPO_URL="https://example.org/repository"),
             )
-            (out / "returncode").parent.mkdir(parents=True, exist_ok=True)
-            (out / "returncode").write_text(str(result.returncode))
-            (out / "build.log").write_text(result.stderr)
+            BUILDS.append(process)
+            try:
+                _, stderr = process.communicate(timeout=300)
+                code = str(process.returncode)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                _, stderr = process.communicate()
+                code = "killed after 300 s"
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "returncode").write_text(code)
+            (out / "build.log").write_text(stderr)
+    return out
+
+
+def pytest_collection_finish(session):
+    """A run with a test that reads the built site starts the build now, beside the tests that do not need it
+    (the snippets' fresh runs go first), so that no worker sits idle waiting for it later."""
+    if not session.config.option.collectonly and any("built_site" in i.fixturenames for i in session.items):
+        threading.Thread(target=build_site, args=(run_id(session.config),), name="site build", daemon=True).start()
+
+
+def pytest_sessionfinish(session):
+    for process in BUILDS:
+        if process.poll() is None:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def built_site(request) -> Path:
+    """The site this run built (build_site); its build's stderr is in build.log beside it."""
+    out = build_site(run_id(request.config))
     if (out / "returncode").read_text() != "0":
         pytest.fail(f"mkdocs build --strict failed:\n{(out / 'build.log').read_text()[-3000:]}", pytrace=False)
     return out / "site"

@@ -1,6 +1,7 @@
 """Every built page in a real headless Chromium: no console error, no failed or third-party request, images
-load, the copy button, content tabs, palette toggle and search work, and axe finds no accessibility problem
-in the content (alt text, heading order, contrast in both palettes).
+load, the copy button, content tabs, palette toggle and search work, axe finds no accessibility problem
+in the content (alt text, heading order, contrast in both palettes), figures fit their column and a chapter
+reads in one sitting (tests/page_measures.py).
 
 Screenshots at desktop and mobile widths go to .cache/screenshots/ (test artifacts, not committed).
 Needs Debian's `chromium` on PATH (the README's test command installs it) and the playwright package.
@@ -11,15 +12,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
-import json
 import re
 import shutil
 import threading
 from pathlib import Path
 from urllib.parse import unquote_plus, urlparse
 
+import page_measures
 import pytest
 import run_cache
+from page_measures import OVERFLOW_ALLOWANCE_PX
 
 from scripts import glossary
 from scripts.records import ROOT
@@ -82,12 +84,6 @@ def page_urls() -> list[str]:
 PAGES = page_urls()
 REFERENCE = ("reproduce/", "contributing/", "versions/", "glossary/")  # pages about the site, not chapters of the book
 CHAPTERS = [p for p in PAGES if p and not p.startswith("notebooks/") and p not in REFERENCE]
-# Allowance: a block may overflow by a few pixels of rounding, never by a character.
-OVERFLOW_ALLOWANCE_PX = 4
-# The reader issue's goals for a page one reads in one sitting (measured at 1280 x 900).
-MAX_SCREENS = 12
-MAX_CODE_SHARE = 0.45
-FIGURE_TEXT_MIN_PX = 10
 
 
 class Watch:
@@ -111,8 +107,11 @@ class Watch:
         page.route("**/*", route)
 
 
+DESKTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
+
+
 def open_page(browser, base: str, path: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    context = browser.new_context(viewport=DESKTOP, color_scheme="light")
     page = context.new_page()
     watch = Watch(page, base)
     page.goto(f"{base}/{path}", wait_until="load")  # later requests are still watched until the end
@@ -222,12 +221,21 @@ def unless_kept(kind: str, site: Path, path: str, *tests: str) -> str:
     return run_key
 
 
+FITTED = [""] + CHAPTERS + list(REFERENCE)  # pages whose figures must fit their column
+SITTINGS = [""] + CHAPTERS  # pages a reader takes in one sitting
+
+
 @pytest.mark.parametrize("path", PAGES, ids=[p or "home" for p in PAGES])
 def test_page_loads_cleanly_and_is_accessible(server, browser, path):
-    """No console error, failed or third-party request; every image loads; axe passes in both palettes;
-    screenshots at desktop and mobile widths."""
+    """No console error, failed or third-party request; every image loads; axe passes in both palettes; code
+    does not scroll sideways; figures fit their column and a chapter reads in one sitting (tests/page_measures.py);
+    a figure is shown in its own palette only, and numbered. Screenshots at desktop and mobile widths.
+    One page load does it all: opening a page costs more than most checks on it."""
     base, site = server
-    run_key = unless_kept("page-checks", site, path)
+    if path in SITTINGS and not page_measures.measures_file(path).exists():  # its row of the table is written
+        run_key = page_key(site, path, page_measures.__file__)
+    else:
+        run_key = unless_kept("page-checks", site, path, page_measures.__file__)
     context, page, watch = open_page(browser, base, path)
     problems = list(watch.problems)
     # Lazy images load once scrolled to, and one of each light/dark pair is hidden: load and decode
@@ -245,10 +253,21 @@ def test_page_loads_cleanly_and_is_accessible(server, browser, path):
     name = (path.strip("/") or "index").replace("/", "__")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.desktop.png"), full_page=True)
+    if path in FITTED:  # the home page, the chapters and the reference pages (SITTINGS are among them)
+        wide = page_measures.measure(page, site, path)
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(300)  # Material redraws nothing on resize; the layout settles
+        narrow = page_measures.measure(page, site, path)
+        problems += page_measures.fit_problems(path, wide["fit"], narrow["fit"])
+        if path in SITTINGS:
+            problems += page_measures.sitting_problems(path, wide, narrow)
+    resources = page.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
+    problems += [f"loads {r}" for r in resources if "mermaid" in r.lower()]
+    page.set_viewport_size(DESKTOP)
     page.locator("form[data-md-component=palette] label:visible").first.click()  # the palette toggle
     page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'", timeout=5_000)
     problems += [f"dark palette: {v}" for v in axe(page)]
-    page.set_viewport_size({"width": 390, "height": 844})
+    page.set_viewport_size(PHONE)
     if path in CHAPTERS:
         problems += figure_problems(page, server[1], path, "dark")
     page.screenshot(path=str(SCREENSHOTS / f"{name}.mobile.png"))  # the first screen a phone shows
@@ -320,14 +339,6 @@ def code_overflow(page) -> list[str]:
              .map(c => (c.scrollWidth - c.clientWidth) + 'px over: ' +
                   c.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 90))""",
         OVERFLOW_ALLOWANCE_PX)]
-
-
-def svg_text_px(svg: str, rendered_width: float) -> float:
-    """The smallest text of an SVG, in CSS pixels, when it is drawn `rendered_width` pixels wide."""
-    view = re.search(r'viewBox="[\d.\s-]*?([\d.]+)\s+[\d.]+"', svg)
-    sizes = [float(x) for x in re.findall(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([\d.]+)px", svg)]
-    assert view and sizes, "an SVG without a viewBox or text sizes"
-    return min(sizes) * rendered_width / float(view.group(1))
 
 
 def figure_problems(page, out: Path, path: str, palette: str) -> list[str]:
@@ -492,91 +503,3 @@ def test_the_explorer_shows_the_last_target_chosen(server, browser):
     assert "HGMMA" in sass, "the SASS pane shows another target's code after sm_90 was chosen last"
     assert all(count > 0 for _, count in lit), f"stages without the focused line lit after the load: {lit}"
     assert not watch.problems, watch.problems
-
-
-# Material draws each Mermaid diagram in a closed shadow root; the measuring page opens them to read the text.
-OPEN_SHADOW_ROOTS = """Element.prototype.attachShadow = (original => function (options) {
-  return original.call(this, Object.assign({}, options, {mode: 'open'})); })(Element.prototype.attachShadow);"""
-MEASURE_PAGE = """() => {
-  const article = document.querySelector('article.md-content__inner');
-  // A closed <details> keeps its content laid out in Chromium (content-visibility: hidden), so ask twice.
-  const shown = e => e.offsetParent !== null && e.getBoundingClientRect().height > 0 &&
-    !e.closest('details:not([open])');
-  const code = Array.from(article.querySelectorAll('div.highlight, .jp-Cell pre'))
-    .filter(e => shown(e) && !e.parentElement.closest('div.highlight'))
-    .reduce((sum, e) => sum + e.getBoundingClientRect().height, 0);
-  const images = Array.from(article.querySelectorAll(
-    '.mlc-figure img, img.mlc-illustration, img[src*="assets/diagrams/"]')).filter(shown)
-    .map(i => [i.getAttribute('src'), i.getBoundingClientRect().width]);
-  const diagrams = Array.from(article.querySelectorAll('div.mermaid')).filter(d => d.shadowRoot && shown(d));
-  const text = [];
-  diagrams.forEach(d => d.shadowRoot.querySelectorAll('text, .nodeLabel, .edgeLabel').forEach(t => {
-    if (!t.textContent.trim()) return;
-    const svg = t.closest('svg'), box = svg.viewBox.baseVal;
-    const scale = box && box.width ? svg.getBoundingClientRect().width / box.width : 1;
-    text.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent.trim().slice(0, 40)]);
-  }));
-  // A drawing may come twice (wide and phone), one hidden at each width: measure the one shown.
-  const drawn = s => s.offsetParent !== null && s.getBoundingClientRect().width > 0;
-  article.querySelectorAll('svg.mlc-illustration text').forEach(t => {
-    const svg = t.closest('svg'), box = svg.viewBox.baseVal;
-    if (!drawn(svg)) return;
-    text.push([parseFloat(getComputedStyle(t).fontSize) * svg.getBoundingClientRect().width / box.width,
-               t.textContent.trim().slice(0, 40)]);
-  });
-  return {screens: document.documentElement.scrollHeight / innerHeight,
-          code: code / article.getBoundingClientRect().height, images, diagrams: diagrams.length, text,
-          drawings: Array.from(article.querySelectorAll('svg.mlc-illustration')).filter(drawn).length};
-}"""
-
-
-def measure_page(page, out: Path, path: str) -> dict:
-    """Screens, code share, figure count and the smallest figure text (px, and where) at the current width."""
-    page.evaluate("() => Promise.all(Array.from(document.images).map(i => { i.loading = 'eager';"
-                  " return i.decode().catch(() => null); }))")
-    measured = page.evaluate(MEASURE_PAGE)
-    text = list(measured["text"])
-    for src, width in measured["images"]:
-        svg = (out / path / src.split("#")[0]).resolve()
-        if svg.suffix == ".svg":
-            text.append([svg_text_px(svg.read_text(), width), src.split("/")[-1]])
-    smallest = min(text, default=[None, ""])
-    return {"screens": measured["screens"], "code": measured["code"], "smallest": smallest,
-            "figures": len(measured["images"]) + measured["diagrams"] + measured["drawings"]}
-
-
-@pytest.mark.parametrize("path", [""] + CHAPTERS, ids=["home"] + CHAPTERS)
-def test_a_page_reads_in_one_sitting(server, browser, path):
-    """At most MAX_SCREENS screens at 1280 x 900, at most MAX_CODE_SHARE of it code and output, at least one
-    figure, and every figure's text at least FIGURE_TEXT_MIN_PX as rendered at 1280 and at 390 px. The
-    measures go to .cache/page-measures/ (the reader issue's table)."""
-    base, out = server
-    measures = ROOT / ".cache" / "page-measures" / f"{(path.strip('/') or 'index').replace('/', '__')}.json"
-    run_key = unless_kept("page-measures", out, path) if measures.exists() else page_key(out, path)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-    page = context.new_page()
-    page.add_init_script(OPEN_SHADOW_ROOTS)
-    page.goto(f"{base}/{path}", wait_until="networkidle")
-    page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0", timeout=20_000)  # drawn
-    wide = measure_page(page, out, path)
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.wait_for_timeout(300)  # Material redraws nothing on resize; the layout settles
-    narrow = measure_page(page, out, path)
-    context.close()
-    row = {"page": path or "home", "screens": round(wide["screens"], 1), "code_share": round(wide["code"], 2),
-           "figures": wide["figures"], "text_px_1280": wide["smallest"], "text_px_390": narrow["smallest"]}
-    measures.parent.mkdir(parents=True, exist_ok=True)
-    measures.write_text(json.dumps(row))
-    problems = []
-    if wide["screens"] > MAX_SCREENS:
-        problems.append(f"{wide['screens']:.1f} screens at 1280 x 900 (at most {MAX_SCREENS})")
-    if wide["code"] > MAX_CODE_SHARE:
-        problems.append(f"code and output take {wide['code']:.0%} of the page (at most {MAX_CODE_SHARE:.0%})")
-    if not wide["figures"]:
-        problems.append("no figure")
-    for width, measured in ((1280, wide), (390, narrow)):
-        px, where = measured["smallest"]
-        if px is not None and px < FIGURE_TEXT_MIN_PX:
-            problems.append(f"figure text {px:.1f} px at {width} px ({where})")
-    assert not problems, f"{path or 'home'}: " + "; ".join(problems)
-    run_cache.keep("page-measures", path or "home", run_key)
