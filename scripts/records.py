@@ -275,6 +275,13 @@ class Record:
         return env.get("cpu") or "an unnamed CPU"
 
     @property
+    def bf16_matmul(self) -> bool:
+        """Whether oneDNN had a bfloat16 matmul on the CPU that made it. Records made before manifests named
+        the instruction set say nothing; theirs is read as True: each shows "medium" changing a CPU matmul,
+        which needs one."""
+        return bool((self.environment.get("cpu_isa") or {}).get("mkldnn_bf16", True))
+
+    @property
     def date(self) -> str:
         return str(self.manifest.get("date", ""))[:10]
 

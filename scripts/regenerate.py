@@ -126,6 +126,29 @@ def cpu_caches() -> dict:
     return caches
 
 
+# The CPU flags that change a result or a kernel: Inductor's vector width, and whether oneDNN has a bfloat16
+# path (set_float32_matmul_precision("medium") changes a CPU matmul only where it does).
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_isa() -> dict:
+    """The CPU's vector instruction set: torch's detected capability ('AVX2', 'AVX512'), whether oneDNN has
+    a bfloat16 matmul here, and which of ISA_FLAGS /proc/cpuinfo lists."""
+    isa: dict = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                present = set(line.split(":", 1)[1].split())
+                isa["flags"] = [flag for flag in ISA_FLAGS if flag in present]
+                break
+    with contextlib.suppress(Exception):  # a torch too old or too new for one of these: the rest still holds
+        import torch
+
+        isa["capability"] = torch.backends.cpu.get_cpu_capability()
+        isa["mkldnn_bf16"] = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return isa
+
+
 def environment(device: str) -> dict:
     env = {
         "python": platform.python_version(),
@@ -137,6 +160,7 @@ def environment(device: str) -> dict:
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "caches": cpu_caches(),
+        "cpu_isa": cpu_isa(),
     }
     if device == "cuda":
         import torch

@@ -7,9 +7,14 @@ from facts import check
 @check("dissecting/tile_order.py")
 def _(record):
     results = record.results
-    # Both orders compute the same product (fp32 accumulation of a 64-long sum: a rounding's worth apart).
-    assert set(results["same"]["max_error"]) == {"1", "2"}
-    assert all(error < 1e-4 for error in results["same"]["max_error"].values()), results["same"]
+    # Both orders compute the same product: the same error against torch's. On the CPU (the interpreter, fp32
+    # products) a rounding's worth; on a GPU tl.dot takes fp32 inputs as TF32 (Triton's default there), so
+    # the error is TF32's size, and still the same for both orders.
+    errors = results["same"]["max_error"]
+    assert set(errors) == {"1", "2"} and errors["1"] == errors["2"], results["same"]
+    assert errors["1"] < (1e-4 if record.device == "cpu" else 1e-1), results["same"]
+    if record.device == "cuda":
+        assert errors["1"] > 1e-3, results["same"]  # TF32's size, not fp32's
     wave = results["wave"]
     tiles, group, sms = wave["tiles"], wave["group"], wave["sms"]
     assert tiles == 64 and group == 8 and sms == 132 and wave["block_mib"] == 2 and wave["slab_kib"] == 16

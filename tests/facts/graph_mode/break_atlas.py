@@ -36,7 +36,10 @@ def _(record):
     assert results["breaking"] == results["fixed"] == len(breaking) >= 40
     assert sum(results["fix_kinds"].values()) == len(breaking)
     for name, gb in EVERYWHERE.items():
-        assert atlas[name]["before"] == 1 and atlas[name]["id"] == gb, name
+        # How often a loop's test is logged can depend on the input: torch 2.11's CUDA record (its input from
+        # the GPU's random stream) logs 2 messages, its CPU record 1; torch 2.15 logged 1 for every input tried.
+        breaks = atlas[name]["before"]
+        assert (breaks >= 1 if name == "while_on_tensor" else breaks == 1) and atlas[name]["id"] == gb, name
     assert atlas["if_on_tensor"]["message"].startswith("Data-dependent branching")
     # Side effects Dynamo replays: no break on any release.
     assert atlas["mutate_global"]["before"] == atlas["mutate_module_attribute"]["before"] == 0

@@ -16,8 +16,14 @@ def _(record):
     assert "size mismatch at index 0. expected 8, actual 16" in logs["recompiles"]["reason"]
     decisions = logs["fusion"]["decisions"]
     assert "fusing op1 (relu) with op2 (mean)" in decisions
-    assert any(d.startswith("fusing op0 (amax) with") for d in decisions), decisions
-    assert any(d.startswith("cannot fuse") for d in decisions), decisions
+    if record.device == "cpu":
+        assert any(d.startswith("fusing op0 (amax) with") for d in decisions), decisions
+        assert any(d.startswith("cannot fuse") for d in decisions), decisions
+    else:
+        # On a GPU a post-grad pass turns the softmax's max and sum into one online pass
+        # (prepare_softmax_online), and nothing is turned down.
+        assert any("prepare_softmax_online" in d for d in decisions), decisions
+        assert not any(d.startswith("cannot fuse") for d in decisions), decisions
     # On the CPU the output code names C++ kernels; on a GPU, Triton ones.
     prefix = "triton_" if record.device == "cuda" else "cpp_fused_"
     assert logs["output_code"]["kernels"] and all(k.startswith(prefix) for k in logs["output_code"]["kernels"])
@@ -46,9 +52,16 @@ def _(record):
         "ieee", "tf32", "bf16"]
     if record.device == "cpu":
         assert precision["high"]["same_as_highest"]
-        assert not precision["medium"]["same_as_highest"]
+        # Only a CPU where oneDNN has a bfloat16 matmul (AVX-512 or AMX) changes the result; on an AVX2-only
+        # CPU "medium" gives the same bits too.
+        assert precision["medium"]["same_as_highest"] is not record.bf16_matmul, record.environment.get("cpu_isa")
         assert precision["medium"]["error"] < 10 * precision["highest"]["error"] < 1e-3  # float32's size of error
         assert precision["medium"]["error"] * 100 < results["precision_bf16_inputs_error"]
+    else:
+        # On a GPU "high" is TF32, whose error is far above float32's; "medium" gave the same as "high".
+        assert not precision["high"]["same_as_highest"]
+        assert precision["high"]["error"] > 100 * precision["highest"]["error"], precision
+        assert precision["medium"]["error"] == precision["high"]["error"], precision
     # freezing: the weight and bias stop being arguments of call() and become constants of the module.
     frozen = results["freezing"]
     assert frozen["False"]["lines"][0].startswith("arg0_1, arg1_1, arg2_1 = args")
