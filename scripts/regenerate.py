@@ -506,6 +506,11 @@ def regenerate(args) -> int:
     if not snippets:
         raise UsageError(f"no snippets found under {args.snippets_dir}")
     chosen = select(snippets, args.only)
+    if args.device == "cuda":
+        for snippet in [s for s in chosen if s in skips.CPU_ONLY]:
+            chosen.remove(snippet)
+            if args.only or not args.list:
+                print(f"not for cuda: {snippet}: {skips.CPU_ONLY[snippet]}", flush=True)
     if args.list and args.budget:
         return list_plan(args, chosen)
     if args.list:

@@ -369,6 +369,19 @@ def test_list_of_cuda_records_needs_no_gpu(tree):
     ]
 
 
+def test_a_model_made_without_a_gpu_is_not_planned_for_cuda(tree):
+    # skips.CPU_ONLY names it by its path under snippets/: a CUDA record of it would repeat its CPU record.
+    (tree / "snippets" / "gpu_code").mkdir()
+    (tree / "snippets" / "gpu_code" / "findings_model.py").write_text(HELLO)
+    listed_cuda = regenerate(tree, "--list", device="cuda")
+    assert listed_cuda.returncode == 0, listed_cuda.stderr
+    assert "findings_model" not in listed_cuda.stdout and "CUDA: 1 snippets: 1 missing" in listed_cuda.stdout
+    asked = regenerate(tree, "--list", "--only", "gpu_code/*", device="cuda")
+    assert "not for cuda: gpu_code/findings_model.py: a GPU model made from Inductor's CUDA code" in asked.stdout
+    on_cpu = regenerate(tree, "--list")
+    assert "gpu_code/findings_model.py" in on_cpu.stdout and "CPU: 2 snippets: 2 missing" in on_cpu.stdout
+
+
 def test_list_into_a_closed_pipe_ends_quietly(tree):
     # Far more than a pipe (64 KiB) and Python's buffer hold, so the recorder is still writing when the reader
     # goes away: 600 lines of over 200 characters.

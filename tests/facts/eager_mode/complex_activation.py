@@ -40,3 +40,7 @@ def _(record):
     if record.device == "cuda":
         # Asynchronous dispatch: the CPU is done calling before the GPU is done.
         assert profile["returned_us"] < profile["ready_us"]
+        if record.committed:
+            # eager-mode.md: the first op was slow on the CPU, and the GPU's first kernel waited for it.
+            assert profile["first_op_us"] > 10 * profile["other_ops_median_us"], profile
+            assert profile["first_op_us"] > profile["busy_us"], profile

@@ -48,6 +48,17 @@ def _(record):
     if record.device == "cuda":
         for name in ("complex_activation", "linear_relu", "matmul_softmax"):
             assert generated[name]["max_error"] is not None
+        if record.committed:
+            # inductor-cuda.md: the same release wrote the same kernels, with the same byte counts, without a
+            # GPU (its CPU record) as on the GPU.
+            from scripts import records
+
+            same = [r for r in records.releases_of(record.snippet, "cpu") if r.release == record.release]
+            if same:
+                without = same[0].results["inductor_cuda"]
+                for name in ("complex_activation", "linear_relu", "matmul_softmax"):
+                    assert without[name]["kernels"] == generated[name]["kernels"], name
+                    assert without[name]["bytes_per_kernel"] == generated[name]["bytes_per_kernel"], name
     the_line_map(record)
 
 

@@ -72,6 +72,19 @@ def _(record):
             traffic = t["eager_out"] - t["compiled_out"]
             assert allocation > traffic > 0, (allocation, traffic)
     assert "page faults per call" in record.section("outputs")
+    if record.device == "cuda" and record.committed:
+        # optimizations.md: on the GPU the compiled call into a preallocated output did not gain, and its
+        # processes spread wider than any other timing of the record.
+        from scripts import measures
+
+        out = results["timing_out"]
+        assert measures.direction(measures.judge(out["compiled"], out["compiled_out"])) <= 0, out["compiled_out"]
+
+        def spread(t):
+            return max(t["process_medians_us"]) / min(t["process_medians_us"])
+        others = [t for group in ("timing", "timing_out") for name, t in results[group].items()
+                  if not (group == "timing_out" and name == "compiled_out")]
+        assert spread(out["compiled_out"]) > max(spread(t) for t in others)
 
     # One fused kernel, handed to async_compile; on CPU a vectorized loop, not unrolled.
     kernel = results["kernel"]
