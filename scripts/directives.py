@@ -710,22 +710,45 @@ def render_findings(d: Directive, page: Page) -> str:
                 write_atomically(cached, findings.chart(found, colors, plots.style(colors), narrow=narrow))
     files = drawings[False]
     alt = findings.describe(found)
-    rows = ["| Workload | Verdict | Ratio (range over fresh processes) | Every release | Why |",
-            "|---|---|---|---|---|"]
+    rows = ["| Workload | On the CPU | Ratio (range over fresh processes) | Every release | Measured on a GPU "
+            "| Why |", "|---|---|---|---|---|---|"]
     items = []
+
+    def on_gpu(f: findings.Finding) -> str:
+        if f.gpu is None:
+            return "not measured"
+        g = f.gpu
+        size = f", {g.size}" if g.size and g.size != f.size else ""
+        return (f"{g.words} ({g.ratio:.2f}; {g.low:.2f}–{g.high:.2f}, {g.processes} processes) on the "
+                f"{g.hardware}, torch {g.release}{size}")
+
     for f in found:
         size = f" ({f.size})" if f.size else ""
-        others = ", ".join(release for release, _ in f.releases)
-        agree = (f"{'same way' if f.steady else 'differs'} on {others}" if len(f.releases) > 1
-                 else f"only {others} has a fresh record")
-        spread = f"{f.ratio:.2f} ({f.low:.2f}–{f.high:.2f}, {f.processes} processes)"
-        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {f.words} | {spread} | {agree} | {f.why} |")
+        if f.on_cpu:
+            others = ", ".join(release for release, _ in f.releases)
+            agree = (f"{'same way' if f.steady else 'differs'} on {others}" if len(f.releases) > 1
+                     else f"only {others} has a fresh record")
+            spread = f"{f.ratio:.2f} ({f.low:.2f}–{f.high:.2f}, {f.processes} processes)"
+            words = f.words
+        else:
+            words, spread, agree = "not measured", "", ""
+        gpu = on_gpu(f)
+        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {words} | {spread} | {agree} | {gpu} "
+                    f"| {f.why} |")
         why = f" {f.why[:1].upper()}{f.why[1:]}." if f.why else ""
-        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {f.words}, {spread}; {agree}.{why}")
-    steady = sum(f.steady for f in found)
-    several = sum(len(f.releases) > 1 for f in found)
-    summary = (f"{len(found)} comparisons, each judged by the site's one rule from its CPU record. Of the {several} "
-               f"recorded fresh with more than one torch release, {steady} point the same way on every one.")
+        cpu = f"{f.words}, {spread}; {agree}" if f.on_cpu else "not measured on the CPU"
+        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {cpu}; on a GPU {gpu}.{why}")
+    cpu_rows = [f for f in found if f.on_cpu]
+    steady = sum(f.steady for f in cpu_rows)
+    several = sum(len(f.releases) > 1 for f in cpu_rows)
+    gpus = sorted({f.gpu.hardware for f in found if f.gpu})
+    both = sum(f.on_cpu and f.gpu is not None for f in found)
+    summary = (f"{len(found)} comparisons, each judged by the site's one rule from its records. {len(cpu_rows)} were "
+               f"measured on the CPU; of the {several} recorded fresh with more than one torch release, {steady} "
+               f"point the same way on every one. "
+               + (f"{both} of them were also measured on a GPU ({', '.join(gpus)}), and {len(found) - len(cpu_rows)} "
+                  f"on a GPU only: every timed comparison the CUDA records hold is a row."
+                  if gpus else "None was measured on a GPU."))
     tables = [("\n".join(rows), "\n".join(items))]
     modelled = [f for f in found if f.model]
     model_intro = ""

@@ -6,6 +6,11 @@ that directive (`what=`, `why=`, and `size=KEY` for a size the record holds). It
 the verdict by the site's one rule, the median ratio of the per-process medians and its range over the
 fresh processes, and whether every other torch release's record points the same way.
 
+Each row also gets what a GPU measured (`gpu_of`): the same comparison in the newest CUDA record of its snippet
+that holds both timings, judged by the same rule, with the GPU, the torch release and the size it was measured
+at. A comparison a page makes on a GPU only (`md:compare ... device=cuda what=...`) is a row of its own, with no
+CPU columns. Every timed comparison a CUDA record holds is a row: tests/test_findings.py fails on one left out.
+
 Each row also gets a GPU model (`model_of`), from the record of snippets/gpu_code/findings_model.py: both sides'
 kernels, counted from Inductor's CUDA code and eager's ATen ops, each at its roof on an H100, H200 and B200 from
 datasheet figures. A row gets a model only where the model's workload is the one the row's record timed (the same
@@ -24,6 +29,19 @@ from scripts import measures, plots, records, releases
 
 
 @dataclass
+class Measured:
+    """One comparison as a GPU measured it: a CUDA record's verdict by the site's rule, and its ratio's range."""
+    words: str
+    ratio: float
+    low: float
+    high: float
+    processes: int
+    hardware: str  # the GPU's name
+    release: str  # the torch release that made the record
+    size: str  # the size the record holds, formatted; "" where the page names none
+
+
+@dataclass
 class Finding:
     page: str  # the page that makes the comparison, relative to docs/
     title: str
@@ -32,14 +50,20 @@ class Finding:
     key_b: str
     what: str
     why: str
-    size: str  # the size the record holds, formatted; "" where the page names none
-    words: str  # "1.3× faster", "about the same"
+    size: str  # the size the CPU record holds, formatted; "" where the page names none
+    words: str  # "1.3× faster", "about the same"; "" for a comparison measured on a GPU only
     ratio: float  # A/B: above 1, B is faster
     low: float
     high: float
     processes: int
     releases: list[tuple[str, str]]  # (release, words) for each release with a fresh record, main first
     model: Modelled | None = None
+    gpu: Measured | None = None
+
+    @property
+    def on_cpu(self) -> bool:
+        """Whether a CPU record measured it (a row made on a GPU only has no CPU columns)."""
+        return bool(self.words)
 
     @property
     def steady(self) -> bool:
@@ -96,18 +120,55 @@ def shown_size(value) -> str:
     return str(value)
 
 
-def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS) -> list[Finding]:
-    """One Finding per distinct CPU comparison, from (page, title, directive) triples in nav order; the first
-    that says what it compares names it. A comparison no page describes (`what=`) is left out."""
-    described: dict[tuple[str, str, str], tuple[str, str, dict]] = {}
+def sized(record: records.Record, options: dict) -> str:
+    """The size a page names (`size=KEY`) as this record holds it, formatted; "" where it names none."""
+    if not options.get("size"):
+        return ""
+    try:
+        return f"{options['size'].split('.')[-1]} = {shown_size(record.value(options['size']))}"
+    except KeyError:
+        return ""
+
+
+def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = records.OUTPUTS,
+           snippets: Path = records.SNIPPETS) -> Measured | None:
+    """The comparison in the newest CUDA record of the snippet that holds both timings (a fresh one first),
+    or None where no CUDA record holds them."""
+    made = releases.comparable(snippet, "cuda", outputs, snippets) or records.releases_of(
+        snippet, "cuda", outputs, snippets)
+    for record in made:
+        try:
+            a, b = record.value(key_a), record.value(key_b)
+        except KeyError:
+            continue
+        if not (records.is_timing(a) and records.is_timing(b)):
+            continue
+        ratio, low, high = measures.timing_band(a, b)
+        return Measured(measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
+                        record.release, sized(record, options))
+    return None
+
+
+def described(compares, device: str) -> dict[tuple[str, str, str], tuple[str, str, dict]]:
+    """(snippet, key A, key B) -> (page, title, options) of the comparisons pages make on `device`, in nav
+    order; the first that says what it compares (`what=`) names it."""
+    found: dict[tuple[str, str, str], tuple[str, str, dict]] = {}
     for src, title, d in compares:
-        if d.options.get("device", "cuda") != "cpu":
+        if d.options.get("device", "cuda") != device:
             continue
         key = tuple(d.args)
-        if key not in described or ("what" in d.options and "what" not in described[key][2]):
-            described[key] = (src, title, d.options)
+        if key not in found or ("what" in d.options and "what" not in found[key][2]):
+            found[key] = (src, title, d.options)
+    return found
+
+
+def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS) -> list[Finding]:
+    """One Finding per distinct comparison, from (page, title, directive) triples in nav order: each CPU
+    comparison, with what a GPU measured of it, then each one that pages make on a GPU only. A comparison no
+    page describes (`what=`) is left out, and so is one that no record holds."""
     found = []
-    for (snippet, key_a, key_b), (src, title, options) in described.items():
+    on_cpu = described(compares, "cpu")
+    for (snippet, key_a, key_b), (src, title, options) in on_cpu.items():
         if "what" not in options:
             continue
         made = releases.comparable(snippet, "cpu", outputs, snippets) or records.releases_of(
@@ -125,12 +186,19 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
                 continue
             if not (measures.unsteady(x) or measures.unsteady(y)):
                 verdicts.append((record.release, measures.judge(x, y)))
-        size = (f"{options['size'].split('.')[-1]} = {shown_size(shown.value(options['size']))}"
-                if options.get("size") else "")
-        finding = Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), size,
-                          measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), verdicts)
+        finding = Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""),
+                          sized(shown, options), measures.judge(a, b), ratio, low, high,
+                          len(measures.ratios(a, b)), verdicts)
         finding.model = model_of(finding, outputs, snippets)
+        finding.gpu = gpu_of(snippet, key_a, key_b, options, outputs, snippets)
         found.append(finding)
+    for (snippet, key_a, key_b), (src, title, options) in described(compares, "cuda").items():
+        if (snippet, key_a, key_b) in on_cpu or "what" not in options:
+            continue
+        gpu = gpu_of(snippet, key_a, key_b, options, outputs, snippets)
+        if gpu is not None:
+            found.append(Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), "",
+                                 "", float("nan"), float("nan"), float("nan"), 0, [], gpu=gpu))
     return found
 
 
@@ -146,7 +214,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-    rows = list(reversed(found))  # the first finding on top
+    rows = list(reversed([f for f in found if f.on_cpu]))  # the first finding on top; CPU rows only
     with plt.rc_context(style):
         high_row = 0.62 if narrow else 0.34
         fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.1))
@@ -179,7 +247,8 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
 
 
 def describe(found: list[Finding]) -> str:
-    """The chart's alt text."""
+    """The chart's alt text (the chart draws the CPU rows)."""
+    found = [f for f in found if f.on_cpu]
     faster = sum(measures.direction(r.words) > 0 for r in found)
     slower = sum(measures.direction(r.words) < 0 for r in found)
     return (f"{len(found)} comparisons on a log scale: {faster} faster, {slower} slower, "

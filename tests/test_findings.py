@@ -92,3 +92,64 @@ def test_a_phone_gets_the_chart_drawn_for_its_column_and_lists(page):
     svg = findings.chart(found, colors, plots.style(colors), narrow=True)
     width_pt = float(re.search(r'<svg[^>]* width="([\d.]+)pt"', svg).group(1))
     assert width_pt <= plots.NARROW_PT
+
+
+# Timings a CUDA record holds as a reference for others, not as one side of a comparison: each with where the
+# page shows it.
+REFERENCES = {
+    ("optimizations/fusion.py", "timing.copy"): "the copy that the bandwidths are set against (optimizations.md)",
+}
+
+
+def test_every_timed_comparison_in_a_cuda_record_is_a_row_of_the_findings():
+    """None selected: each pair of timings that a page compares, on any device, is a row with what the newest
+    CUDA record holding both measured; and every timing of a CUDA record is one side of such a pair."""
+    docs = records.ROOT / "docs"
+    compares = directives.site_directives(docs, "compare")
+    found = findings.collect(compares)
+    rows = {(f.snippet, f.key_a, f.key_b): f for f in found}
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    for _, _, d in compares:
+        pairs.setdefault(d.args[0], set()).add((d.args[1], d.args[2]))
+    checked = 0
+    for snippet in records.find_snippets():
+        made = [r for r in records.releases_of(snippet, "cuda") if r.state != "corrupt"]
+        timed = {key for record in made for key, _ in records.timings_in(record.results)}
+        for key_a, key_b in pairs.get(snippet, set()):
+            if {key_a, key_b} <= timed:
+                row = rows.get((snippet, key_a, key_b))
+                assert row is not None and row.gpu is not None, (
+                    f"{snippet}: a CUDA record compares {key_a} with {key_b} and the findings do not show it: "
+                    f"give the md:compare a what=")
+                checked += 1
+        compared = {key for pair in pairs.get(snippet, set()) for key in pair}
+        for key in sorted(timed - compared):
+            assert (snippet, key) in REFERENCES, (
+                f"{snippet}: its CUDA record times {key} and no page compares it (md:compare ... device=cuda)")
+    assert checked >= 10
+    for snippet, key in REFERENCES:  # the table names timings that a record still holds
+        assert any(key == k for r in records.releases_of(snippet, "cuda") for k, _ in records.timings_in(r.results))
+
+
+def test_a_comparison_measured_on_a_gpu_only_is_a_row_with_no_cpu_columns(page):
+    (page.docs / "gpu.md").write_text(
+        f'# On a GPU\n\nIt was <!-- md:compare {SNIPPET} eager compiled device=cuda what="a GPU-only demo" -->.\n')
+    folder = records.record_dir(SNIPPET, "cuda", records.release_root("2.11.0", page.outputs))
+    cpu = records.record_dir(SNIPPET, "cpu", records.release_root(records.MAIN, page.outputs))
+    import shutil
+
+    shutil.copytree(cpu, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.update(device="cuda", environment={**manifest["environment"], "torch": "2.11.0", "gpu": "Test GPU"})
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (page.docs / "chapter.md").write_text("# A chapter\n\nNo comparison here.\n")
+    found = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
+    (row,) = found
+    assert not row.on_cpu and row.gpu.hardware == "Test GPU" and row.gpu.release == "2.11.0"
+    assert row.gpu.words == "5.0× faster"
+    (page.docs / "chapter.md").write_text(
+        f'# A chapter\n\nCompiled is <!-- md:compare {SNIPPET} eager compiled device=cpu what="a demo op" -->.\n')
+    (row,) = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
+    assert row.on_cpu and row.words == "5.0× faster" and row.gpu.words == "5.0× faster"
+    text = directives.expand("<!-- md:findings -->\n", page)
+    assert "5.0× faster (5.00; 5.00–5.00, 3 processes) on the Test GPU, torch 2.11.0" in text

@@ -16,6 +16,13 @@ def _(record):
     for trace in record.results["traces"].values():
         assert record.file(trace["trace"]).exists()
     timed(record.results["timing"], ("eager", "compiled"))
+    if record.committed:
+        # guide.md: a linear layer that gains on the GPU and not on the CPU.
+        from scripts import measures
+
+        timing = record.results["timing"]
+        gain = measures.direction(measures.judge(timing["eager"], timing["compiled"]))
+        assert gain == (1 if record.device == "cuda" else 0), measures.judge(timing["eager"], timing["compiled"])
     if record.device == "cuda":
         # Eager: the GEMM, the add and the relu each launch (at least) one kernel; compiled: fewer.
         assert eager["kernel_count"] >= 3
