@@ -35,6 +35,8 @@ class Timed:
     key_b: str
     by_release: dict[str, tuple[str, float]] = field(default_factory=dict)  # release -> (verdict, ratio)
     refused: dict[str, tuple[float, float]] = field(default_factory=dict)  # release -> process medians' spread
+    machine: str = ""  # the machine of the first release's record: the others are judged only on the same one
+    elsewhere: dict[str, str] = field(default_factory=dict)  # release -> the other machine its record was made on
 
     @property
     def steady(self) -> bool:
@@ -55,12 +57,16 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
                 a, b = record.value(key_a), record.value(key_b)
             except KeyError:
                 continue
+            row.machine = row.machine or record.machine
+            if record.machine != row.machine:  # another runner: what differs may be the machine, not torch
+                row.elsewhere[record.release] = record.machine
+                continue
             if spread := measures.unsteady(a) or measures.unsteady(b):
                 row.refused[record.release] = spread
                 continue
             words, ratio, _ = measures.verdict(a, b)
             row.by_release[record.release] = (words, ratio)
-        if len(row.by_release) + len(row.refused) > 1:
+        if len(row.by_release) + len(row.refused) + len(row.elsewhere) > 1:
             found.append(row)
     return found
 
@@ -462,7 +468,9 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
     """The versions page's first section: each timed comparison, release by release, as a chart and a table."""
     steady = sum(row.steady for row in timed)
     refused = sum(len(row.refused) for row in timed)
-    ordered = sorted({r for row in timed for r in [*row.by_release, *row.refused]}, key=records.version_key)
+    elsewhere = sum(len(row.elsewhere) for row in timed)
+    ordered = sorted({r for row in timed for r in [*row.by_release, *row.refused, *row.elsewhere]},
+                     key=records.version_key)
     rows = ["| Page | B against A | " + " | ".join(f"torch {r}" for r in ordered) + " |",
             "|---|---|" + "---|" * len(ordered)]
     for row in timed:
@@ -474,14 +482,22 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
             elif release in row.refused:
                 low, high = row.refused[release]
                 cells.append(f"not compared: processes spread {site.duration(low)} to {site.duration(high)}")
+            elif release in row.elsewhere:
+                cells.append(f"not compared: made on another machine ({row.elsewhere[release]})")
             else:
                 cells.append("–")
         rows.append(f"| [{row.title}]({site.link(row.page)}) | `{Path(row.snippet).stem}`: `{row.key_b}` "
                     f"against `{row.key_a}` | " + " | ".join(cells) + " |")
     summary = (f"Of the {len(timed)} timed comparisons the chapters make on the CPU, {steady} point the same way "
                "in every release's record (faster, slower, or about the same), judged by the site's one rule. "
-               "The releases were recorded on different days on the same kind of machine, whose timings move "
-               f"between processes ([how timings are taken]({site.link('reproduce.md')}#how-timings-are-taken))."
+               "The releases were recorded on different days, and a comparison is judged release by release only "
+               "between records made on the same machine (its CPU model, caches and, where recorded, vector "
+               "instruction set; the last table lists them), whose timings still move between processes "
+               f"([how timings are taken]({site.link('reproduce.md')}#how-timings-are-taken))."
+               + (f" {elsewhere} record{'s were' if elsewhere != 1 else ' was'} made on another machine than the "
+                  f"first release's record of the same snippet, and {'are' if elsewhere != 1 else 'is'} not "
+                  "compared: a runner that times the same work twice as slowly would read as a release that got "
+                  "slower." if elsewhere else "")
                + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh "
                   "processes spread more than "
                   f"{measures.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
@@ -497,15 +513,20 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
 
 def stack_table(site: Site, roots: dict[str, Path]) -> str:
     """One row per release: its records, when they were made, and the rest of the stack they were made with."""
-    lines = ["| torch | records | made | Python | triton | JAX | numpy |", "|---|---|---|---|---|---|---|"]
+    lines = ["| torch | records | made | machines (records) | Python | triton | JAX | numpy |",
+             "|---|---|---|---|---|---|---|---|"]
     for release, root in sorted(roots.items(), key=lambda item: records.version_key(item[0]), reverse=True):
         made = records.find_records("cpu", root, site.snippets)
         fresh = sum(r.state == "fresh" for r in made)
         dates = sorted(r.date for r in made)
+        machines: dict[str, int] = {}
+        for record in made:
+            machines[record.machine] = machines.get(record.machine, 0) + 1
+        runners = "; ".join(f"{machine} ({count})" for machine, count in sorted(machines.items(), key=lambda m: -m[1]))
         stack = [", ".join(sorted({str(r.environment.get(key)) for r in made if r.environment.get(key)})) or "–"
                  for key in releases.STACK]
         main = " (the site's)" if release == records.MAIN else ""
-        lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | "
+        lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | {runners} | "
                      + " | ".join(stack) + " |")
     return "\n".join(lines)
 

@@ -267,6 +267,21 @@ class Record:
         return version_key(self.release) >= release
 
     @property
+    def machine(self) -> str:
+        """What tells the machines that made records apart, as one label: a CUDA record's GPU; a CPU record's
+        model, its caches (two runners that both call themselves "AMD EPYC" differ in L1d) and, where the
+        manifest names it, torch's detected vector instruction set. Timings compare across releases only
+        between records with the same label."""
+        env = self.environment
+        if self.device == "cuda":
+            return self.hardware
+        caches = env.get("caches") or {}
+        sizes = [f"{name} {size // 2**20} MiB" if size >= 2**20 else f"{name} {size // 2**10} KiB"
+                 for name in ("L1d", "L2", "L3") if isinstance(size := caches.get(name), int)]
+        isa = (env.get("cpu_isa") or {}).get("capability")
+        return ", ".join([self.hardware, *sizes, *([isa] if isa else [])])
+
+    @property
     def hardware(self) -> str:
         """The GPU's name for a CUDA record, the CPU model for a CPU record."""
         env = self.environment

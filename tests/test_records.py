@@ -356,6 +356,16 @@ def test_pooled_timings_keep_each_process_and_every_block():
         measures.merge_runs([first, {"timing": {}}])
 
 
+# Two records that time the same work by two methods, each with why; a page quoting one says so beside the other.
+# memory_model.py hands torch.compile(fn) straight to measure(), so the compile happens inside the timer's warm-up,
+# and torch.utils.benchmark's blocked_autorange then times one call per block (shown on the CPU with torch 2.15);
+# fusion.py's compiled call had run before it was timed.
+TWO_METHODS = {
+    ("cuda", "gpu_code/memory_model.py", "compiled complex_activation(float32[67108864], float32[67108864])"):
+        "compiled inside the timer's warm-up: timed one call per block",
+}
+
+
 def test_one_number_per_measurement():
     """Two records that time the same work (the same function on the same shapes, eager or compiled) on the
     same device, release and thread count must agree within the spread of their processes' medians (plus the
@@ -377,12 +387,17 @@ def test_one_number_per_measurement():
                 hi = min(max(timing["process_medians_us"]), max(other["process_medians_us"]))
                 # Records made at different times on this shared VM drift by up to about 15 % as a whole (the
                 # load moves); a larger gap than that means two methods, not two moments.
-                if lo > hi * 1.15:
+                explained = any((record.device, snippet, timing["work"]) in TWO_METHODS
+                                for snippet in (record.snippet, other_where.split(" ")[0].split("/", 1)[1]))
+                if lo > hi * 1.15 and not explained:
                     clashes.append(f"{timing['work']}: {other_where} ({other['median_us']:,.1f} us) and {where} "
                                    f"({timing['median_us']:,.1f} us) disagree beyond their processes' spreads")
             elif ident not in seen:
                 seen[ident] = (where, timing)
     assert not clashes, "\n".join(clashes)
+    for device, snippet, work in TWO_METHODS:  # each entry still names a timing some record holds
+        assert any(r.device == device and r.snippet == snippet and any(t.get("work") == work for _, t in
+                   records.timings_in(r.results)) for r in RECORDS), (snippet, work)
 
 
 def test_pages_state_the_band_the_rule_uses():
