@@ -301,14 +301,14 @@ class Record:
         return str(self.manifest.get("date", ""))[:10]
 
     def provenance(self) -> str:
-        """One line: hardware (with its last-level cache), versions, how timings were taken, date."""
+        """One line: hardware (a CPU with what tells such machines apart: caches, vector instruction set),
+        versions, how timings were taken, date."""
         env = self.environment
         if self.device == "cuda":
             hardware = f"{self.hardware} (CUDA {env.get('cuda')}, driver {env.get('driver')})"
         else:
-            hardware = f"{self.hardware} ({env.get('cpu_count')} cores"
-            llc = (env.get("caches") or {}).get("llc_bytes")
-            hardware += f", {llc / 2**20:g} MiB last-level cache)" if llc else ")"
+            told = self.machine.removeprefix(self.hardware).removeprefix(", ")
+            hardware = f"{self.hardware} ({env.get('cpu_count')} cores" + (f"; {told})" if told else ")")
         versions = f"torch {env.get('torch')}" + (f" · triton {env['triton']}" if env.get("triton") else "")
         if env.get("jax"):
             versions += f" · jax {env['jax']}"

@@ -161,3 +161,29 @@ def test_the_changelog_does_not_import_the_directives():
     loaded = subprocess.run([sys.executable, "-c", "import sys, scripts.changelog; print(sorted(sys.modules))"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "scripts.directives" not in loaded and "'mkdocs" not in loaded
+
+
+def test_a_release_recorded_on_another_machine_is_not_judged_against_it(tmp_path):
+    """Two runners that both say "AMD EPYC" but differ in L1d are two machines: a release whose record came from the
+    other one is listed as such, never judged as a release that got faster or slower."""
+    from tests.test_directives import SNIPPET, SOURCE, timing, write_record
+
+    (tmp_path / "snippets" / SNIPPET).parent.mkdir(parents=True)
+    (tmp_path / "snippets" / SNIPPET).write_text(SOURCE)
+    here = write_record(tmp_path, "cpu", results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 60)})
+    there = write_record(tmp_path, "cpu", release="2.11.0",
+                         results={"eager": timing(200, 220, 240), "compiled": timing(200, 220, 240)})
+    for folder, l1d in ((here, 32768), (there, 49152)):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["environment"].update(cpu="AMD EPYC", caches={"L1d": l1d, "L2": 2**20, "L3": 2**25})
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    compares = [("chapter.md", "A chapter", SNIPPET, "eager", "compiled")]
+    (row,) = changelog.collect(compares, tmp_path / "outputs", tmp_path / "snippets")
+    assert list(row.by_release) == [records.MAIN] and row.machine == "AMD EPYC, L1d 32 KiB, L2 1 MiB, L3 32 MiB"
+    assert row.elsewhere == {"2.11.0": "AMD EPYC, L1d 48 KiB, L2 1 MiB, L3 32 MiB"}
+    # The same runner on both: judged release by release.
+    manifest = json.loads((there / "manifest.json").read_text())
+    manifest["environment"]["caches"]["L1d"] = 32768
+    (there / "manifest.json").write_text(json.dumps(manifest))
+    (row,) = changelog.collect(compares, tmp_path / "outputs", tmp_path / "snippets")
+    assert set(row.by_release) == {records.MAIN, "2.11.0"} and not row.elsewhere

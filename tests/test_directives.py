@@ -528,7 +528,7 @@ def test_a_diff_names_every_version_that_changed_besides_torch(tree):
     on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     text = directives.expand("<!-- md:changes -->\n", on)
     assert f"torch 2.11.0 → {records.MAIN} (and Python 3.12.1 → 3.11.7)" in text
-    assert "| 2.11.0 | 1 fresh of 1 | 2026-11-21 to 2026-11-21 | 3.12.1 | 3.7.1 | 0.11.2 | – |" in text
+    assert "| 2.11.0 | 1 fresh of 1 | 2026-11-21 to 2026-11-21 | Test CPU (1) | 3.12.1 | 3.7.1 | 0.11.2 | – |" in text
 
 
 def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tree):
@@ -630,8 +630,9 @@ def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records
     text = directives.expand("<!-- md:findings -->\n", on)
     (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]")]
     assert row == ("| [a demo op](chapter.md) (n = 4,096) | 2.0× faster | 2.00 (2.00–2.00, 3 processes) | "
-                   f"differs on {records.MAIN}, 2.11.0 | one kernel instead of two |")
-    assert "1 comparisons" in text and "Of the 1 recorded fresh with more than one torch release, 0 point" in text
+                   f"differs on {records.MAIN}, 2.11.0 | not measured | one kernel instead of two |")
+    assert "1 comparisons" in text and "of the 1 recorded fresh with more than one torch release, 0 point" in text
+    assert "None was measured on a GPU." in text
     assert len(list((tree / "figures").glob("findings-*.svg"))) == 2  # light and dark
     # A record that changes changes the table.
     write_record_again = records.record_dir(SNIPPET, "cpu", tree / "outputs") / "files" / "results.json"
