@@ -719,8 +719,9 @@ def render_findings(d: Directive, page: Page) -> str:
             return "not measured"
         g = f.gpu
         size = f", {g.size}" if g.size and g.size != f.size else ""
+        method = f"; {g.method}" if g.method else ""
         return (f"{g.words} ({g.ratio:.2f}; {g.low:.2f}–{g.high:.2f}, {g.processes} processes) on the "
-                f"{g.hardware}, torch {g.release}{size}")
+                f"{g.hardware}, torch {g.release}{size}{method}")
 
     for f in found:
         size = f" ({f.size})" if f.size else ""

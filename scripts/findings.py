@@ -39,6 +39,19 @@ class Measured:
     hardware: str  # the GPU's name
     release: str  # the torch release that made the record
     size: str  # the size the record holds, formatted; "" where the page names none
+    blocks: tuple[int | None, int | None] = (None, None)  # calls per timed block, A and B (measures.calls_per_block)
+
+    @property
+    def method(self) -> str:
+        """What a reader must know of how it was timed: on a GPU the timer synchronizes after each block, so a
+        block of one call pays its launch and the Python before it unoverlapped, where a block of many does not.
+        "" when neither side was timed one call per block."""
+        a, b = self.blocks
+        if 1 not in (a, b):
+            return ""
+        if a == b:
+            return "both sides timed one call per block"
+        return f"timed in blocks of {a or '?':,} and {b or '?':,} calls: not like for like"
 
 
 @dataclass
@@ -145,7 +158,8 @@ def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = 
             continue
         ratio, low, high = measures.timing_band(a, b)
         return Measured(measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
-                        record.release, sized(record, options))
+                        record.release, sized(record, options),
+                        (measures.calls_per_block(a), measures.calls_per_block(b)))
     return None
 
 

@@ -122,6 +122,22 @@ def judge(a: dict, b: dict) -> str:
     return f"{factor:.{1 if factor < 10 else 0}f}× " + ("faster" if ratio > 1 else "slower")
 
 
+def calls_per_block(t: dict) -> int | None:
+    """How many calls each timed block of a timing held, read back from its times: torch.utils.benchmark
+    stores a block's clock reading (whole nanoseconds) divided by its calls, so `times_us` × calls × 1000 is a
+    whole number for the true count and (across ten or more blocks) for no smaller power of ten. None where
+    the times do not say (too few, or no count up to 10**7 fits)."""
+    times = t.get("times_us") or []
+    if len(times) < 5:
+        return None
+    for exponent in range(8):
+        calls = 10**exponent
+        # A difference of two clock readings in float seconds is whole nanoseconds within a few hundredths.
+        if all(abs(x * calls * 1000 - round(x * calls * 1000)) < 0.05 for x in times):
+            return calls
+    return None
+
+
 def unsteady(t: dict) -> tuple[float, float] | None:
     """(least, greatest) process median of a timing whose processes spread more than UNSTEADY times; None for
     a steady one, or one taken in a single process."""

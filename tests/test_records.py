@@ -405,3 +405,14 @@ def test_pages_state_the_band_the_rule_uses():
     stated = {(page.name, float(m)) for page in (records.ROOT / "docs").rglob("*.md") if "outputs" not in page.parts
               for m in re.findall(r"between\s+1 / ([\d.]+) and [\d.]+ \(`measures.SAME_WITHIN`\)", page.read_text())}
     assert stated and all(n == measures.SAME_WITHIN for _, n in stated), (measures.SAME_WITHIN, sorted(stated))
+
+
+@pytest.mark.parametrize("calls", [1, 10, 1000])
+def test_calls_per_block_are_read_back_from_a_timings_times(calls):
+    # What torch.utils.benchmark stores: a block's clock reading (float seconds, whole nanoseconds apart)
+    # divided by its calls, in microseconds.
+    start = 12345.678901234  # a perf_counter reading, seconds since boot
+    blocks_ns = [(183_417 + 7 * i) * calls + (137 + 211 * i) % calls for i in range(10)]
+    times = [((start + ns / 1e9) - start) / calls * 1e6 for ns in blocks_ns]
+    assert measures.calls_per_block({"times_us": times}) == calls
+    assert measures.calls_per_block({"times_us": times[:3]}) is None  # too few to say

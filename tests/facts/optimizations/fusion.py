@@ -79,6 +79,8 @@ def _(record):
 
         out = results["timing_out"]
         assert measures.direction(measures.judge(out["compiled"], out["compiled_out"])) <= 0, out["compiled_out"]
+        # ... timed one call per block, the plain compiled call in blocks of many.
+        assert measures.calls_per_block(out["compiled_out"]) == 1 < measures.calls_per_block(out["compiled"])
 
         def spread(t):
             return max(t["process_medians_us"]) / min(t["process_medians_us"])
