@@ -7,9 +7,14 @@ compiles and the fresh processes cost about the same). A snippet with no record 
 long as the longest that has one.
 
 The priority order:
-1. the snippets behind the site's timed comparisons (each `md:compare` on a page): the findings come first;
-2. every other snippet.
-Within each group the shortest go first, so that a window records as many as it can. What a part records is
+1. the snippets a reader needs most on a GPU (READER_ORDER), in that order;
+2. the other snippets behind the site's timed comparisons (each `md:compare` on a page);
+3. every other snippet.
+Within the last two groups the shortest go first, so that a window records as many as it can.
+
+A snippet that times something runs in records.PROCESSES fresh processes. Where its estimate comes from a
+CPU record that holds no timing but its code times something (it times on a GPU only), the estimate is that
+record's duration once per process. What a part records is
 fresh at home once unpacked and committed, so the next part, from the same command, goes on where this one
 stopped.
 
@@ -26,6 +31,25 @@ from scripts import records
 DOCS = records.ROOT / "docs"
 COMPARE = re.compile(r"md:compare\s+([\w/.-]+\.py)\b")
 RESERVE_S = 20.0  # kept back from the budget for packing the archive and the summary
+# The comparisons a GPU reader needs first (issue 48: the findings' workloads, then the chapters' timed
+# lessons), before every other snippet.
+READER_ORDER = ("optimizations/fusion.py", "dissecting/regimes.py", "eager_mode/complex_activation.py",
+                "dissecting/bench_compile_modes.py", "graph_mode/when_not_to_compile.py",
+                "dissecting/bench_small_matmul_softmax.py", "optimizations/relayout.py",
+                "dissecting/bench_size_sweep.py", "dissecting/dynamic_shapes.py", "graph_mode/graph_breaks.py")
+# What a snippet's code calls when it times something.
+TIMES = re.compile(r"benchmark\.Timer|\bdo_bench\b|perf_counter|\btime\.time\(\)|\btimeit\b")
+
+
+def times_something(snippet: str, outputs: Path = records.OUTPUTS, snippets_dir: Path = records.SNIPPETS) -> bool:
+    """Whether a snippet times anything: a record of it on any device holds a timing, or its code calls a
+    timer. Such a snippet runs alone, never beside another (a shared machine would be in its numbers)."""
+    for device in records.DEVICES:
+        for record in records.releases_of(snippet, device, outputs, snippets_dir):
+            if record.state != "corrupt" and any(records.timings_in(record.results)):
+                return True
+    path = snippets_dir / snippet
+    return bool(path.is_file() and TIMES.search(path.read_text()))
 
 
 def parse(text: str) -> float:
@@ -54,16 +78,26 @@ def estimates(snippets: list[str], device: str, outputs: Path = records.OUTPUTS,
             with_duration = [r for r in made if r.state != "corrupt"
                              and isinstance(r.manifest.get("duration_s"), (int, float))]
             if with_duration:
-                found[snippet] = (float(with_duration[0].manifest["duration_s"]),
-                                  f"its {records.LABELS[on]} record (torch {with_duration[0].release})")
+                record = with_duration[0]
+                seconds, whence = float(record.manifest["duration_s"]), f"its {records.LABELS[on]} record"
+                if (on != device and not any(records.timings_in(record.results))
+                        and times_something(snippet, outputs, snippets_dir)):
+                    seconds *= records.PROCESSES  # it times on the GPU only: one run per fresh process
+                    whence += f" × {records.PROCESSES} processes"
+                found[snippet] = (seconds, f"{whence} (torch {record.release})")
                 break
     longest = max((seconds for seconds, _ in found.values()), default=600.0)
     return {s: found.get(s, (longest, "no record yet: the longest known")) for s in snippets}
 
 
 def order(snippets: list[str], expected: dict[str, tuple[float, str]], first: set[str]) -> list[str]:
-    """The priority order: the compared snippets, then the rest, each group shortest first."""
-    return sorted(snippets, key=lambda s: (s not in first, expected[s][0], s))
+    """The priority order: READER_ORDER's, then the other compared snippets, then the rest, each of the last
+    two groups shortest first."""
+    def key(s: str):
+        if s in READER_ORDER:
+            return (0, READER_ORDER.index(s), 0.0, s)
+        return (1 if s in first else 2, 0, expected[s][0], s)
+    return sorted(snippets, key=key)
 
 
 def parts(ordered: list[str], expected: dict[str, tuple[float, str]], budget_s: float

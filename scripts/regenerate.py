@@ -22,7 +22,8 @@ Text is scrubbed of what is private to the machine (repo, home and temp paths, u
 addresses). A record is replaced only once its new run has succeeded, by renaming a finished folder into
 place: a failing snippet, a timeout or a killed run leaves the previous record as it was, and the failed
 run's output is kept under .cache/regenerate/failed/ for reading. A snippet whose record is fresh is skipped
-unless --force.
+unless --force. With --jobs N, the snippets that time nothing (budget.times_something) run N at a time
+first, and each of their manifests says so (side_by_side); the ones that time something then run alone.
 
 Needs only the Python standard library and what the snippets import (torch, triton, numpy, matplotlib).
 Exit status: 0 all recorded or fresh, 1 some snippet failed, 2 bad arguments (nothing written), 130 stopped.
@@ -31,6 +32,7 @@ Exit status: 0 all recorded or fresh, 1 some snippet failed, 2 bad arguments (no
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import datetime as dt
 import fcntl
@@ -47,6 +49,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from importlib import metadata, util
 from pathlib import Path
@@ -311,10 +314,21 @@ def time_left(args) -> float:
     return args.timeout if deadline is None else max(1.0, min(args.timeout, deadline - time.monotonic()))
 
 
+RUNNING: set[subprocess.Popen] = set()  # snippet processes now running, from any thread
+
+
+def stop_all() -> None:
+    """Kill every snippet process still running (those of --jobs' other threads on Ctrl-C or SIGTERM)."""
+    for process in list(RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float) -> tuple[int | None, str]:
     """Run one snippet process, its output to files; (exit status or None, reason)."""
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+        RUNNING.add(process)
         try:
             status = process.wait(timeout=timeout)
             return status, f"exit status {status}"
@@ -326,6 +340,8 @@ def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeo
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             raise
+        finally:
+            RUNNING.discard(process)
 
 
 def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -> tuple[int | None, str]:
@@ -380,9 +396,11 @@ def ran_on(work: Path, device: str) -> tuple[int, str] | None:
     return None
 
 
-def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> tuple[bool, float, str]:
+def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
+            side_by_side: int = 1) -> tuple[bool, float, str]:
     """Run one snippet into a hidden folder beside its record (again in fresh processes if it times
-    something); swap it in if every run succeeded."""
+    something); swap it in if every run succeeded. `side_by_side`: how many snippets the recorder ran at once
+    while this one ran (--jobs), said in its manifest."""
     source = args.snippets_dir / snippet
     final = records.record_dir(snippet, args.device, args.outputs_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -424,6 +442,7 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None) -> t
         "duration_s": round(duration, 2),
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "environment": env_info,
+        **({"side_by_side": side_by_side} if side_by_side > 1 else {}),
         "files": sorted(p.relative_to(work / records.FILES).as_posix()
                         for p in (work / records.FILES).rglob("*") if p.is_file()),
     }
@@ -527,37 +546,68 @@ def regenerate(args) -> int:
             expected = budget.estimates(chosen, args.device, args.records_base, args.snippets_dir)
             chosen = budget.order(chosen, expected, budget.compared())
             args.deadline = started + args.budget - budget.RESERVE_S
-            print(f"budget {args.budget:g} s: snippets in priority order (the site's timed comparisons first, "
-                  f"then the rest, shortest first); a snippet starts only if its last record's duration "
-                  f"fits in what is left", flush=True)
+            print(f"budget {args.budget:g} s: snippets in priority order (the comparisons a GPU reader needs "
+                  f"first, then the site's other timed comparisons, then the rest, shortest first); a snippet "
+                  f"starts only if its last record's duration fits in what is left", flush=True)
+        together: list[str] = []
+        if args.jobs > 1:  # snippets that time nothing run side by side first; the timed ones alone, after
+            together = [s for s in chosen if not budget.times_something(s, args.records_base, args.snippets_dir)]
+            chosen = together + [s for s in chosen if s not in together]
+            print(f"--jobs {args.jobs}: {len(together)} snippet(s) that time nothing run {args.jobs} at a time "
+                  f"first; the {len(chosen) - len(together)} that time something run alone after them", flush=True)
         width = len(str(len(chosen)))
-        try:
-            for index, snippet in enumerate(chosen, start=1):
-                prefix = f"[{index:>{width}}/{len(chosen)}]"
-                folder = records.record_dir(snippet, args.device, args.outputs_dir)
-                record = records.Record(snippet, args.device, folder, args.snippets_dir, args.failed_dir)
-                if not args.force and record.state == "fresh":
+        printing = threading.Lock()
+
+        def say(text: str) -> None:
+            with printing:
+                print(text, flush=True)
+
+        def attempt(index: int, snippet: str, side_by_side: int) -> None:
+            nonlocal env_info
+            prefix = f"[{index:>{width}}/{len(chosen)}]"
+            folder = records.record_dir(snippet, args.device, args.outputs_dir)
+            record = records.Record(snippet, args.device, folder, args.snippets_dir, args.failed_dir)
+            if not args.force and record.state == "fresh":
+                with printing:
                     counts["fresh"] += 1
-                    print(f"{prefix} fresh   {snippet}", flush=True)
-                    continue
-                if args.budget:
-                    left = args.deadline - time.monotonic()
-                    if expected[snippet][0] > left:
-                        waiting.append(snippet)
-                        print(f"{prefix} later   {snippet}: expected {expected[snippet][0]:.0f} s (from "
-                              f"{expected[snippet][1]}), {max(left, 0):.0f} s of the budget left", flush=True)
-                        continue
+                say(f"{prefix} fresh   {snippet}")
+                return
+            if args.budget:
+                left = args.deadline - time.monotonic()
+                if expected[snippet][0] > left:
+                    waiting.append(snippet)
+                    say(f"{prefix} later   {snippet}: expected {expected[snippet][0]:.0f} s (from "
+                        f"{expected[snippet][1]}), {max(left, 0):.0f} s of the budget left")
+                    return
+            with printing:
                 if env_info is None:
                     env_info = environment(args.device)
-                print(f"{prefix} running {snippet} ...", flush=True)
-                ok, duration, detail = run_one(
-                    snippet, args, env_info,
-                    progress=lambda text, p=prefix, s=snippet: print(f"{p}   ... {s}: {text}", flush=True))
+            say(f"{prefix} running {snippet} ..." + (f" (beside up to {side_by_side - 1} others)"
+                                                      if side_by_side > 1 else ""))
+            ok, duration, detail = run_one(
+                snippet, args, env_info, progress=lambda text: say(f"{prefix}   ... {snippet}: {text}"),
+                side_by_side=side_by_side)
+            with printing:
                 counts["ran" if ok else "failed"] += 1
-                made += [snippet] if ok else []
-                verdict = "ran    " if ok else "FAILED "
-                print(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""),
-                      flush=True)
+                made.extend([snippet] if ok else [])
+            verdict = "ran    " if ok else "FAILED "
+            say(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""))
+
+        try:
+            if together:
+                with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                    futures = [pool.submit(attempt, index, snippet, args.jobs)
+                               for index, snippet in enumerate(together, start=1)]
+                    try:
+                        for future in futures:
+                            future.result()
+                    except BaseException:
+                        for future in futures:
+                            future.cancel()
+                        stop_all()  # the snippets still running in the pool's threads
+                        raise
+            for index, snippet in enumerate(chosen[len(together):], start=len(together) + 1):
+                attempt(index, snippet, 1)
         except (KeyboardInterrupt, Stopped):
             if args.budget and args.archive and made:  # what finished before the stop still travels
                 packed, _ = pack(args.outputs_dir, args.device, args.archive, only=made)
@@ -735,6 +785,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="stop starting snippets that would not finish within TIME (540, 9m, 1h); run in "
                              "priority order; with --archive, pack what this call made; with --list, show how "
                              "calls of TIME would share the work")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="run up to N snippets that time nothing side by side, before the ones that time "
+                             "something, which always run alone (default 1: one at a time); each manifest says "
+                             "how many ran beside it")
     parser.add_argument("--timeout", type=positive_seconds, default=900, metavar="S",
                         help="per-snippet limit in seconds (default 900)")
     parser.add_argument("--snippets-dir", type=Path, default=records.SNIPPETS, help=argparse.SUPPRESS)
@@ -749,6 +803,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.notebooks and (args.list or args.archive or args.unpack or args.budget or args.device == "cuda"):
         parser.error("--notebooks runs the chapters' notebooks on this machine's CPU: use it alone, with --force "
                      "or --only")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be 1 or more, not {args.jobs}")
     if args.list and (args.archive or args.force):
         parser.error("--list runs nothing, so --archive and --force mean nothing with it")
     return args

@@ -743,3 +743,32 @@ def test_a_stopped_budgeted_part_still_packs_what_it_finished(tree):
     assert running.returncode == 130
     assert "stopped: packed the 1 cpu records this part made" in err
     assert members(archive) == {"hello"}
+
+
+TIMES_SOMETHING = """\
+import time
+start = time.perf_counter()
+results = {"timing": {"median_us": 1.0, "times_us": [1.0] * 10, "n": 10, "iqr_us": 0.0}}
+"""
+
+
+def test_jobs_run_what_times_nothing_side_by_side_and_what_times_alone_after(tree):
+    for name in ("a", "b", "c"):
+        (tree / "snippets" / "demo" / f"{name}.py").write_text(HELLO)
+    (tree / "snippets" / "demo" / "timed.py").write_text(TIMES_SOMETHING)
+    result = regenerate(tree, "--jobs", "3", "--processes", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("--jobs 3: 4 snippet(s) that time nothing run 3 at a time first; the 1 that time "
+                        "something run alone after them")
+    ran = [line for line in lines if " ran " in line]
+    assert len(ran) == 5 and "demo/timed.py" in ran[-1]  # the timed one last, after every other finished
+    for name in ("a", "b", "c", "hello"):
+        assert json.loads((record(tree, f"demo/{name}") / "manifest.json").read_text())["side_by_side"] == 3
+    assert "side_by_side" not in json.loads((record(tree, "demo/timed") / "manifest.json").read_text())
+    assert "regenerate (cpu): 5 ran, 0 fresh, 0 failed" in lines[-1]
+
+
+def test_jobs_must_be_at_least_one(tree):
+    result = regenerate(tree, "--jobs", "0")
+    assert result.returncode == 2 and "--jobs must be 1 or more, not 0" in result.stderr
