@@ -204,10 +204,14 @@ class Page:
             raise DirectiveError(f"snippet 'snippets/{snippet}' does not exist")
         return records.record(snippet, device, self.outputs, self.snippets)
 
-    def recorded(self, snippet: str) -> list[records.Record]:
-        """The records a block shows: on the page one per device that has one, in DEVICES order; in the
-        notebook the first of them."""
+    def recorded(self, snippet: str, device: str | None = None) -> list[records.Record]:
+        """The records a block shows: on the page one per device that has one (or `device`'s alone), in DEVICES
+        order; in the notebook the first of them."""
         found = [r for r in (self.record(snippet, d) for d in DEVICES) if r.exists]
+        if device is not None and found:
+            found = [r for r in found if r.device == device]
+            if not found:
+                return []
         if not found:
             raise DirectiveError(f"snippets/{snippet} has no record on any device: run "
                                  f"{records.remake_hint(snippet, 'cpu')}")
@@ -370,7 +374,7 @@ def render_figure(d: Directive, page: Page) -> str:
     if not caption:
         raise DirectiveError('md:figure needs caption="one line saying what to see"')
     page.figures += 1
-    shown_records = [r for r in page.recorded(snippet) if only is None or r.device == only]
+    shown_records = page.recorded(snippet, only)
     if not shown_records:
         raise DirectiveError(f"there is no {LABELS[only]} record of {snippet}: put the figure inside md:recorded")
     if page.target == NOTEBOOK:

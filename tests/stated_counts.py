@@ -90,6 +90,8 @@ HELD = {
     },
     "guide.md": {
         "two processes": GENERIC,
+        # matmul and softmax compiled: the library GEMM and one softmax kernel (launches == [mm, reduction])
+        "two kernels": "facts/gpu_code/inductor_cuda_code.py",
     },
     "index.md": {
         "six kernels": "facts/eager_mode/complex_activation.py",

@@ -593,6 +593,16 @@ def test_the_notebook_target_renders_plain_text_one_record_and_no_repeat_of_a_sh
     assert expand(tree, f"<!-- md:output {SNIPPET}:main -->\n", state).strip() == ""
 
 
+def test_the_notebook_target_draws_a_one_device_figure_from_that_device_when_both_have_records(tree):
+    # The notebook shows one record per block, the first device's: a figure asking for the CPU's must still get
+    # the CPU record once a CUDA one exists (a CUDA record of break_atlas once failed the whole build).
+    write_record(tree, "cuda")
+    write_record(tree, "cpu")
+    state = page(tree, target=directives.NOTEBOOK)
+    text = expand(tree, f'<!-- md:figure {SNIPPET} graph device=cpu caption="The CPU graph." -->\n', state)
+    assert "*(Drawn from the CPU record of `snippets/demo/hello.py`.)*" in text
+
+
 def test_the_notebook_target_embeds_a_graph_as_an_image_and_numbers_it(tree):
     write_record(tree, "cpu")
     state = page(tree, target=directives.NOTEBOOK)
