@@ -786,9 +786,9 @@ def render_findings(d: Directive, page: Page) -> str:
     page.figures += 1
     images = [f'<span class="mlc-wide">{"".join(linked_images(page, files, alt))}</span>',
               f'<span class="mlc-narrow">{"".join(linked_images(page, drawings[True], alt))}</span>']
-    caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio (a dot) and '
-               f"its range over the fresh processes (a line), on a log scale; the shaded band is what the site "
-               f"calls about the same.</p>")
+    caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio on the CPU '
+               f"(a dot) and, where a GPU measured it, on the GPU (a diamond), each with its range over the fresh "
+               f"processes (a line), on a log scale; the shaded band is what the site calls about the same.</p>")
 
     def both(table: str, listed: str) -> str:  # the table on a wide screen, a list on a phone
         return (f'<div class="mlc-figure" markdown>\n<div class="mlc-wide" markdown>\n\n{table}\n\n</div>\n'

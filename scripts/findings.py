@@ -217,32 +217,49 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
 
 
 def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False) -> str:
-    """The SVG of each comparison's ratio on a log axis, its range over the fresh processes as a
-    whisker, and the band the site calls "about the same" shaded. `narrow`: drawn for a phone's column
-    (plots.NARROW_PT), each label on two lines and the axis label shorter, so its text stays readable."""
+    """The SVG of each comparison's ratio on a log axis: the CPU's as a dot, its range over the fresh processes
+    as a whisker; a GPU's measurement of the same row as a diamond with its own whisker; the band the site
+    calls "about the same" shaded. `narrow`: drawn for a phone's column (plots.NARROW_PT), each label on two
+    lines and the axis label shorter, so its text stays readable."""
     import textwrap
 
     import matplotlib
 
     matplotlib.use("svg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-    rows = list(reversed([f for f in found if f.on_cpu]))  # the first finding on top; CPU rows only
+    rows = list(reversed(found))  # the first finding on top
+    gpu_color = colors["series"][2]
     with plt.rc_context(style):
-        high_row = 0.62 if narrow else 0.34
-        fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.1))
+        high_row = 0.56 if narrow else 0.46
+        fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.5))
         ax.axvspan(1 / measures.SAME_WITHIN, measures.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
         for y, row in enumerate(rows):
-            color = colors["series"][0] if row.ratio >= 1 else colors["series"][1]
-            ax.plot([row.low, row.high], [y, y], color=color, linewidth=2, solid_capstyle="butt")
-            ax.plot([row.ratio], [y], marker="o", markersize=6, color=color)
-        ax.set_yticks(range(len(rows)), [textwrap.fill(row.what, 30) if narrow else row.what for row in rows])
+            if row.on_cpu:
+                color = colors["series"][0] if row.ratio >= 1 else colors["series"][1]
+                ax.plot([row.low, row.high], [y + 0.12, y + 0.12], color=color, linewidth=2, solid_capstyle="butt")
+                ax.plot([row.ratio], [y + 0.12], marker="o", markersize=6, color=color)
+            if row.gpu is not None:
+                g = row.gpu
+                ax.plot([g.low, g.high], [y - 0.12, y - 0.12], color=gpu_color, linewidth=1.5, solid_capstyle="butt")
+                ax.plot([g.ratio], [y - 0.12], marker="D", markersize=5, color=gpu_color)
         ax.set_xscale("log")
-        low = min(min(r.low for r in rows), 1 / 1.5)
-        high = max(max(r.high for r in rows), 1.5)
+        ends = [v for r in rows for v in ((r.low, r.high) if r.on_cpu else ()) + ((r.gpu.low, r.gpu.high) if r.gpu
+                                                                                  else ())]
+        low = min(min(ends), 1 / 1.5)
+        high = max(max(ends), 1.5)
         ax.set_xlim(low / 1.2, high * 1.2)
+        if narrow:  # each label above its row, across the whole width: the plot keeps the phone's column
+            ax.set_yticks([])
+            for y, row in enumerate(rows):
+                ax.text(low / 1.2, y + 0.3, row.what, fontsize="small", va="bottom", ha="left",
+                        color=colors["fg"], clip_on=False)
+            ax.set_ylim(-0.6, len(rows) - 0.1)
+        else:
+            ax.set_yticks(range(len(rows)), [textwrap.fill(row.what, 48) for row in rows])
         ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50) if low / 1.2 <= t <= high * 1.2]
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
@@ -252,6 +269,12 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
                       else "how much faster the second runs than the first (log scale)")
         ax.grid(axis="x")
         ax.tick_params(axis="y", length=0)
+        gpus = sorted({r.gpu.hardware for r in rows if r.gpu})
+        handles = [Line2D([], [], marker="o", color=colors["series"][0], linestyle="", label="CPU")]
+        if gpus:
+            handles.append(Line2D([], [], marker="D", color=gpu_color, linestyle="",
+                                  label=f"GPU ({', '.join(gpus)})"))
+        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), frameon=False)
         if narrow:
             plots.fit(fig, plots.NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
         out = io.StringIO()
@@ -261,9 +284,14 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
 
 
 def describe(found: list[Finding]) -> str:
-    """The chart's alt text (the chart draws the CPU rows)."""
-    found = [f for f in found if f.on_cpu]
-    faster = sum(measures.direction(r.words) > 0 for r in found)
-    slower = sum(measures.direction(r.words) < 0 for r in found)
-    return (f"{len(found)} comparisons on a log scale: {faster} faster, {slower} slower, "
-            f"{len(found) - faster - slower} about the same (the shaded band).")
+    """The chart's alt text."""
+    cpu = [f for f in found if f.on_cpu]
+    gpu = [f.gpu for f in found if f.gpu is not None]
+
+    def counts(words: list[str]) -> str:
+        faster = sum(measures.direction(w) > 0 for w in words)
+        slower = sum(measures.direction(w) < 0 for w in words)
+        return f"{faster} faster, {slower} slower, {len(words) - faster - slower} about the same"
+    return (f"{len(found)} comparisons on a log scale. On the CPU (dots), {len(cpu)}: {counts([f.words for f in cpu])}"
+            + (f". On a GPU (diamonds), {len(gpu)}: {counts([g.words for g in gpu])}" if gpu else "")
+            + ". The shaded band is about the same.")
