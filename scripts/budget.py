@@ -37,8 +37,10 @@ READER_ORDER = ("optimizations/fusion.py", "dissecting/regimes.py", "eager_mode/
                 "dissecting/bench_compile_modes.py", "graph_mode/when_not_to_compile.py",
                 "dissecting/bench_small_matmul_softmax.py", "optimizations/relayout.py",
                 "dissecting/bench_size_sweep.py", "dissecting/dynamic_shapes.py", "graph_mode/graph_breaks.py")
-# What a snippet's code calls when it times something.
+# What a snippet's code calls when it times something; the first two make the timings (median_us) that the
+# recorder repeats in fresh processes.
 TIMES = re.compile(r"benchmark\.Timer|\bdo_bench\b|perf_counter|\btime\.time\(\)|\btimeit\b")
+REPEATED = re.compile(r"benchmark\.Timer|\bdo_bench\b")
 
 
 def times_something(snippet: str, outputs: Path = records.OUTPUTS, snippets_dir: Path = records.SNIPPETS) -> bool:
@@ -80,8 +82,9 @@ def estimates(snippets: list[str], device: str, outputs: Path = records.OUTPUTS,
             if with_duration:
                 record = with_duration[0]
                 seconds, whence = float(record.manifest["duration_s"]), f"its {records.LABELS[on]} record"
-                if (on != device and not any(records.timings_in(record.results))
-                        and times_something(snippet, outputs, snippets_dir)):
+                source = snippets_dir / snippet
+                if (on != device and not any(records.timings_in(record.results)) and source.is_file()
+                        and REPEATED.search(source.read_text())):
                     seconds *= records.PROCESSES  # it times on the GPU only: one run per fresh process
                     whence += f" × {records.PROCESSES} processes"
                 found[snippet] = (seconds, f"{whence} (torch {record.release})")

@@ -772,3 +772,18 @@ def test_jobs_run_what_times_nothing_side_by_side_and_what_times_alone_after(tre
 def test_jobs_must_be_at_least_one(tree):
     result = regenerate(tree, "--jobs", "0")
     assert result.returncode == 2 and "--jobs must be 1 or more, not 0" in result.stderr
+
+
+def test_a_cuda_estimate_from_a_cpu_record_counts_the_processes_of_a_snippet_that_times_only_on_a_gpu(tree):
+    # Its CPU record holds no timing, but its code makes timings (benchmark.Timer): on a GPU it runs in
+    # records.PROCESSES fresh processes, so one CPU run's duration is one process's share.
+    (tree / "snippets" / "demo" / "gpu_timed.py").write_text(
+        "# on a GPU: benchmark.Timer(...).blocked_autorange()\nresults = {}\n")
+    (tree / "snippets" / "demo" / "untimed.py").write_text("results = {}\n")
+    assert regenerate(tree).returncode == 0
+    with_duration(tree, "gpu_timed", 40)
+    with_duration(tree, "untimed", 40)
+    plan = regenerate(tree, "--list", "--budget", "9m", device="cuda")
+    assert plan.returncode == 0, plan.stderr
+    assert f"    200.0 s            demo/gpu_timed.py  (its CPU record × {records.PROCESSES} processes" in plan.stdout
+    assert "     40.0 s            demo/untimed.py  (its CPU record (torch" in plan.stdout
