@@ -497,15 +497,16 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
         rows.append(f"| [{row.title}]({site.link(row.page)}) | `{Path(row.snippet).stem}`: `{row.key_b}` "
                     f"against `{row.key_a}` | " + " | ".join(cells) + " |")
     summary = (f"Of the {len(timed)} timed comparisons the chapters make on the CPU, {steady} point the same way "
-               "in every release's record (faster, slower, or about the same), judged by the site's one rule. "
+               "in every release's record compared (faster, slower, or about the same), judged by the site's one "
+               "rule. "
                "The releases were recorded on different days, and a comparison is judged release by release only "
-               "between records made on the same machine (its CPU model, caches and, where recorded, vector "
+               "between records whose CPU reports the same model and caches (and, where recorded, vector "
                "instruction set; the last table lists them), whose timings still move between processes "
                f"([how timings are taken]({site.link('reproduce.md')}#how-timings-are-taken))."
                + (f" {elsewhere} record{'s were' if elsewhere != 1 else ' was'} made on another machine than the "
                   f"first release's record of the same snippet, and {'are' if elsewhere != 1 else 'is'} not "
-                  "compared: a runner that times the same work twice as slowly would read as a release that got "
-                  "slower." if elsewhere else "")
+                  "compared: a CPU with other caches can change how two timings compare (which one fits in "
+                  "cache), and would read as a release that changed." if elsewhere else "")
                + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh "
                   "processes spread more than "
                   f"{measures.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "

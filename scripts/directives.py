@@ -723,6 +723,8 @@ def render_findings(d: Directive, page: Page) -> str:
             return "not measured"
         g = f.gpu
         size = f", {g.size}" if g.size and g.size != f.size else ""
+        if not g.size and g.work and not f.size:  # no size named: the inputs the GPU ran, from its record
+            size = f", {g.work}"
         method = f"; {g.method}" if g.method else ""
         return (f"{g.words} ({g.ratio:.2f}; {g.low:.2f}–{g.high:.2f}, {g.processes} processes) on the "
                 f"{g.hardware}, torch {g.release}{size}{method}")
@@ -787,7 +789,8 @@ def render_findings(d: Directive, page: Page) -> str:
     images = [f'<span class="mlc-wide">{"".join(linked_images(page, files, alt))}</span>',
               f'<span class="mlc-narrow">{"".join(linked_images(page, drawings[True], alt))}</span>']
     caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio on the CPU '
-               f"(a dot) and, where a GPU measured it, on the GPU (a diamond), each with its range over the fresh "
+               f"(a dot) and, where a GPU measured it, on the GPU (a diamond, hollow where a side was timed one call "
+               f"per block), each with its range over the fresh "
                f"processes (a line), on a log scale; the shaded band is what the site calls about the same.</p>")
 
     def both(table: str, listed: str) -> str:  # the table on a wide screen, a list on a phone

@@ -39,19 +39,25 @@ class Measured:
     hardware: str  # the GPU's name
     release: str  # the torch release that made the record
     size: str  # the size the record holds, formatted; "" where the page names none
-    blocks: tuple[int | None, int | None] = (None, None)  # calls per timed block, A and B (measures.calls_per_block)
+    blocks: tuple[list, list] = ([], [])  # calls per timed block in each process, A and B (measures)
+    work: str = ""  # what A timed: the function and its inputs' dtypes and shapes
 
     @property
     def method(self) -> str:
-        """What a reader must know of how it was timed: on a GPU the timer synchronizes after each block, so a
-        block of one call pays its launch and the Python before it unoverlapped, where a block of many does not.
-        "" when neither side was timed one call per block."""
+        """What a reader must know of how it was timed: on a GPU the timer synchronizes at both ends of each
+        block, so a block of one call pays its launch and the Python before it unoverlapped, where a block of
+        many does not. "" when neither side was timed one call per block in any process."""
+        def said(counts: list) -> str:
+            known = sorted({c for c in counts if c is not None})
+            if known == [1]:
+                return "one call per block"
+            return "blocks of " + " or ".join(f"{c:,}" for c in known) + " calls" if known else "blocks of ?"
         a, b = self.blocks
-        if 1 not in (a, b):
+        if 1 not in a and 1 not in b:
             return ""
-        if a == b:
-            return "both sides timed one call per block"
-        return f"timed in blocks of {a or '?':,} and {b or '?':,} calls: not like for like"
+        if said(a) == said(b):
+            return f"both sides timed {said(a)}"
+        return f"timed in {said(a)} against {said(b)}: not like for like"
 
 
 @dataclass
@@ -159,7 +165,7 @@ def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = 
         ratio, low, high = measures.timing_band(a, b)
         return Measured(measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
                         record.release, sized(record, options),
-                        (measures.calls_per_block(a), measures.calls_per_block(b)))
+                        (measures.blocks_per_process(a), measures.blocks_per_process(b)), a.get("work", ""))
     return None
 
 
@@ -245,7 +251,8 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
             if row.gpu is not None:
                 g = row.gpu
                 ax.plot([g.low, g.high], [y - 0.12, y - 0.12], color=gpu_color, linewidth=1.5, solid_capstyle="butt")
-                ax.plot([g.ratio], [y - 0.12], marker="D", markersize=5, color=gpu_color)
+                ax.plot([g.ratio], [y - 0.12], marker="D", markersize=5, color=gpu_color,
+                        markerfacecolor="none" if g.method else gpu_color)  # hollow: one call per block
         ax.set_xscale("log")
         ends = [v for r in rows for v in ((r.low, r.high) if r.on_cpu else ()) + ((r.gpu.low, r.gpu.high) if r.gpu
                                                                                   else ())]
@@ -274,7 +281,11 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
         if gpus:
             handles.append(Line2D([], [], marker="D", color=gpu_color, linestyle="",
                                   label=f"GPU ({', '.join(gpus)})"))
-        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), frameon=False)
+        if any(r.gpu and r.gpu.method for r in rows):
+            handles.append(Line2D([], [], marker="D", color=gpu_color, markerfacecolor="none", linestyle="",
+                                  label="GPU, timed one call per block"))
+        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1 if narrow else len(handles),
+                  frameon=False)
         if narrow:
             plots.fit(fig, plots.NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
         out = io.StringIO()

@@ -123,19 +123,33 @@ def judge(a: dict, b: dict) -> str:
 
 
 def calls_per_block(t: dict) -> int | None:
-    """How many calls each timed block of a timing held, read back from its times: torch.utils.benchmark
-    stores a block's clock reading (whole nanoseconds) divided by its calls, so `times_us` × calls × 1000 is a
-    whole number for the true count and (across ten or more blocks) for no smaller power of ten. None where
-    the times do not say (too few, or no count up to 10**7 fits)."""
+    """How many calls each timed block of a timing held, when every process used the same count (None when
+    they differ or the times do not say; blocks_per_process tells them apart)."""
+    counts = set(blocks_per_process(t))
+    return counts.pop() if len(counts) == 1 else None
+
+
+def blocks_per_process(t: dict) -> list[int | None]:
+    """Each fresh process's calls per timed block, read back from its times: torch.utils.benchmark stores a
+    block's clock reading (whole nanoseconds) divided by its calls, so a time × calls × 1000 is a whole number
+    for the true count and, across a process's blocks, for no smaller power of ten. A process whose times fit
+    no count up to 10**7, or has fewer than five blocks, gives None. The pooled times keep process order."""
     times = t.get("times_us") or []
-    if len(times) < 5:
-        return None
-    for exponent in range(8):
-        calls = 10**exponent
-        # A difference of two clock readings in float seconds is whole nanoseconds within a few hundredths.
-        if all(abs(x * calls * 1000 - round(x * calls * 1000)) < 0.05 for x in times):
-            return calls
-    return None
+    processes = max(int(t.get("processes") or 1), 1)
+    per = len(times) // processes if times else 0
+    found: list[int | None] = []
+    for start in range(0, per * processes, per or 1):
+        block = times[start:start + per]
+        count = None
+        if len(block) >= 5:
+            for exponent in range(8):
+                calls = 10**exponent
+                # A difference of two clock readings in float seconds is whole nanoseconds within a few hundredths.
+                if all(abs(x * calls * 1000 - round(x * calls * 1000)) < 0.05 for x in block):
+                    count = calls
+                    break
+        found.append(count)
+    return found
 
 
 def unsteady(t: dict) -> tuple[float, float] | None:

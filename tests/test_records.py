@@ -416,3 +416,14 @@ def test_calls_per_block_are_read_back_from_a_timings_times(calls):
     times = [((start + ns / 1e9) - start) / calls * 1e6 for ns in blocks_ns]
     assert measures.calls_per_block({"times_us": times}) == calls
     assert measures.calls_per_block({"times_us": times[:3]}) is None  # too few to say
+
+
+def test_calls_per_block_are_read_per_process_and_a_mix_is_told_apart():
+    start = 12345.678901234
+
+    def times(calls, first):
+        return [((start + ((first + 7 * i) * calls + (137 + 211 * i) % calls) / 1e9) - start) / calls * 1e6
+                for i in range(10)]
+    pooled = {"times_us": times(100, 2_768_000) + times(1, 2_803_000) + times(1, 2_857_000), "processes": 3}
+    assert measures.blocks_per_process(pooled) == [100, 1, 1]
+    assert measures.calls_per_block(pooled) is None  # not one count for the whole timing

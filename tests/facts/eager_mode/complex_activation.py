@@ -53,3 +53,17 @@ def _(record):
             inside = [e for e in events if e.get("cat") == "overhead" and e.get("name") == "Activity Buffer Request"
                       and first["ts"] <= e["ts"] <= e["ts"] + e["dur"] <= first["ts"] + first["dur"]]
             assert inside and max(e["dur"] for e in inside) > first["dur"] / 2, (first, inside)
+            # ... before its launch; and past the first ops a kernel is launched before the one before it ends.
+            launches = sorted((e for e in events if e.get("name") == "cudaLaunchKernel"), key=lambda e: e["ts"])
+            kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+            assert launches and max(e["ts"] + e["dur"] for e in inside) <= launches[0]["ts"]
+            assert len(launches) == len(kernels) == 6
+            ahead = [i for i in range(1, 6) if launches[i]["ts"] < kernels[i - 1]["ts"] + kernels[i - 1]["dur"]]
+            assert ahead and ahead == list(range(ahead[0], 6)), ahead
+            # The CPU waited in synchronize for most of the time between its return and the result.
+            sync = [e for e in events if e.get("name") in ("cudaDeviceSynchronize", "cudaStreamSynchronize")]
+            region = min((e for e in events if e.get("name") == "complex_activation" and e.get("cat") ==
+                          "user_annotation"), key=lambda e: e["ts"])
+            waiting = max(e["dur"] for e in sync)
+            assert waiting > (profile["ready_us"] - profile["returned_us"]) / 2, (waiting, profile)
+            assert region["ts"] <= first["ts"]
