@@ -37,9 +37,10 @@ READER_ORDER = ("optimizations/fusion.py", "dissecting/regimes.py", "eager_mode/
                 "dissecting/bench_compile_modes.py", "graph_mode/when_not_to_compile.py",
                 "dissecting/bench_small_matmul_softmax.py", "optimizations/relayout.py",
                 "dissecting/bench_size_sweep.py", "dissecting/dynamic_shapes.py", "graph_mode/graph_breaks.py")
-# What a snippet's code calls when it times something; the first two make the timings (median_us) that the
+# What a snippet's code calls when it times something, or when what it records depends on timings (an
+# autotuner keeps the fastest kernel it benchmarked); the first two make the timings (median_us) that the
 # recorder repeats in fresh processes.
-TIMES = re.compile(r"benchmark\.Timer|\bdo_bench\b|perf_counter|\btime\.time\(\)|\btimeit\b")
+TIMES = re.compile(r"benchmark\.Timer|\bdo_bench\b|perf_counter|\btime\.time\(\)|\btimeit\b|autotune")
 REPEATED = re.compile(r"benchmark\.Timer|\bdo_bench\b")
 
 
