@@ -74,8 +74,22 @@ def on_page_markdown(markdown, page, config, files):
 RECORDED = re.compile(r'<(div|p|details) class="(?=[^"]*\b(?:mlc-output|provenance|mlc-recorded)\b)')
 
 
+# A name in a table cell's code may wrap on a phone: at the seams of the name (after ".", "_", "=", "(" or ","),
+# never inside a word ("fullgraph=T" / "rue"). CSS then breaks mid-word only a piece still wider than the column.
+CELL = re.compile(r"(<td[^>]*>)(.*?)(</td>)", re.S)
+CODE = re.compile(r"(<code>)([^<]*)(</code>)")
+SEAM = re.compile(r"([._=(,])(?=\w)")
+
+
+def seams(html_text: str) -> str:
+    """Each table cell's code with a line-break opportunity (<wbr>) after the punctuation between its words."""
+    def in_code(match):
+        return match[1] + SEAM.sub(r"\1<wbr>", match[2]) + match[3]
+    return CELL.sub(lambda cell: cell[1] + CODE.sub(in_code, cell[2]) + cell[3], html_text)
+
+
 def on_page_content(html_text, page, config, files):
-    html_text = glossary.first_use_only(html_text)
+    html_text = seams(glossary.first_use_only(html_text))
     html_text = RECORDED.sub(lambda m: f"<{m[1]} data-search-exclude {m[0][len(m[1]) + 2:]}", html_text)
     if page.file.src_uri in _CHAPTER:
         # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
