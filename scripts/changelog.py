@@ -522,22 +522,23 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
 
 def stack_table(site: Site, roots: dict[str, Path]) -> str:
     """One row per release: its records, when they were made, and the rest of the stack they were made with."""
-    lines = ["| torch | records | made | machines (records) | Python | triton | JAX | numpy |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| torch | records | made | Python | triton | JAX | numpy |", "|---|---|---|---|---|---|---|"]
+    machines = ["| torch | machine: CPU, caches, vector capability where recorded | records |", "|---|---|---|"]
     for release, root in sorted(roots.items(), key=lambda item: records.version_key(item[0]), reverse=True):
         made = records.find_records("cpu", root, site.snippets)
         fresh = sum(r.state == "fresh" for r in made)
         dates = sorted(r.date for r in made)
-        machines: dict[str, int] = {}
+        counts: dict[str, int] = {}
         for record in made:
-            machines[record.machine] = machines.get(record.machine, 0) + 1
-        runners = "; ".join(f"{machine} ({count})" for machine, count in sorted(machines.items(), key=lambda m: -m[1]))
+            counts[record.machine] = counts.get(record.machine, 0) + 1
+        for machine, count in sorted(counts.items(), key=lambda m: -m[1]):
+            machines.append(f"| {release} | {machine} | {count} |")
         stack = [", ".join(sorted({str(r.environment.get(key)) for r in made if r.environment.get(key)})) or "–"
                  for key in releases.STACK]
         main = " (the site's)" if release == records.MAIN else ""
-        lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | {runners} | "
+        lines.append(f"| {release}{main} | {fresh} fresh of {len(made)} | {dates[0]} to {dates[-1]} | "
                      + " | ".join(stack) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\nThe machines that made them:\n\n" + "\n".join(machines)
 
 
 def home(site: Site, snippet: str) -> tuple[str, str] | None:
