@@ -140,13 +140,11 @@ def shown_size(value) -> str:
 
 
 def sized(record: records.Record, options: dict) -> str:
-    """The size a page names (`size=KEY`) as this record holds it, formatted; "" where it names none."""
+    """The size a page names (`size=KEY`) as this record holds it, formatted; "" where it names none. KeyError
+    where the record lacks it."""
     if not options.get("size"):
         return ""
-    try:
-        return f"{options['size'].split('.')[-1]} = {shown_size(record.value(options['size']))}"
-    except KeyError:
-        return ""
+    return f"{options['size'].split('.')[-1]} = {shown_size(record.value(options['size']))}"
 
 
 def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = records.OUTPUTS,
@@ -163,8 +161,12 @@ def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = 
         if not (records.is_timing(a) and records.is_timing(b)):
             continue
         ratio, low, high = measures.timing_band(a, b)
+        try:
+            size = sized(record, options)
+        except KeyError:  # the page's size key names the CPU record's: a GPU record may keep it elsewhere
+            size = ""
         return Measured(measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
-                        record.release, sized(record, options),
+                        record.release, size,
                         (measures.blocks_per_process(a), measures.blocks_per_process(b)), a.get("work", ""))
     return None
 

@@ -152,11 +152,17 @@ def blocks_per_process(t: dict) -> list[int | None]:
     return found
 
 
+def process_spread(t: dict) -> float:
+    """Greatest over least process median of a timing: 1 for one taken in a single process."""
+    medians = t.get("process_medians_us") or []
+    return max(medians) / min(medians) if len(medians) > 1 else 1.0
+
+
 def unsteady(t: dict) -> tuple[float, float] | None:
     """(least, greatest) process median of a timing whose processes spread more than UNSTEADY times; None for
     a steady one, or one taken in a single process."""
     medians = t.get("process_medians_us") or []
-    if len(medians) > 1 and max(medians) > UNSTEADY * min(medians):
+    if process_spread(t) > UNSTEADY:
         return min(medians), max(medians)
     return None
 

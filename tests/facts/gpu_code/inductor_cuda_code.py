@@ -5,6 +5,8 @@ import re
 
 from facts import check, skip_unless_pinned
 
+from scripts import records
+
 
 @check("gpu_code/inductor_cuda_code.py")
 def _(record):
@@ -51,8 +53,6 @@ def _(record):
         if record.committed:
             # inductor-cuda.md: the same release wrote the same kernels, with the same byte counts, without a
             # GPU (its CPU record) as on the GPU.
-            from scripts import records
-
             same = [r for r in records.releases_of(record.snippet, "cpu") if r.release == record.release]
             if same:
                 without = same[0].results["inductor_cuda"]

@@ -4,6 +4,8 @@ it, held on every record of it."""
 import pytest
 from facts import check
 
+from scripts import measures, records
+
 
 @check("gpu_code/memory_model.py")
 def _(record):
@@ -61,18 +63,8 @@ def _(record):
         if record.committed:
             # regimes.md and inductor-cuda.md: there the model predicts a gain at the roof, and compiled came out
             # slower.
-            from scripts import measures
-
             assert model["matmul_softmax_100"]["h200"]["speedup"] > 1, model["matmul_softmax_100"]
             assert measures.direction(measures.judge(small["eager"], small["compiled"])) < 0, small
-            # guide.md: the same work, two numbers. The same release's records of fusion.py and
-            # eager_cannot_fuse.py timed the same functions at the same sizes on the same GPU; the ratios differ,
-            # and this record's compiled activation spread far wider between its processes.
-            from scripts import records as store
-
-            def spread(t):
-                return max(t["process_medians_us"]) / min(t["process_medians_us"])
-
             # The pages: this record timed its calls one per block in every process, but 4096's eager side in
             # blocks of many in some processes and of one in others.
             for name, sides in record.results["timing"].items():
@@ -82,9 +74,12 @@ def _(record):
                         assert 1 in blocks and any(b and b > 1 for b in blocks), blocks
                     else:
                         assert blocks and set(blocks) == {1}, (name, kind, blocks)
+            # guide.md: the same work, two numbers. The same release's records of fusion.py and
+            # eager_cannot_fuse.py timed the same functions at the same sizes on the same GPU; the ratios differ,
+            # and this record's compiled activation spread far wider between its processes.
             for snippet, key, ours in (("optimizations/fusion.py", "timing", "complex_activation"),
                                        ("graph_mode/eager_cannot_fuse.py", "timing", "linear_relu")):
-                same = [r for r in store.releases_of(snippet, "cuda") if r.release == record.release
+                same = [r for r in records.releases_of(snippet, "cuda") if r.release == record.release
                         and r.hardware == record.hardware]
                 if not same:
                     continue
@@ -95,4 +90,5 @@ def _(record):
                 ratio_mine = measures.timing_band(mine["eager"], mine["compiled"])[0]
                 assert ratio_theirs > 1.25 * ratio_mine, (snippet, ratio_theirs, ratio_mine)
                 if ours == "complex_activation":
-                    assert spread(mine["compiled"]) > 10 * (spread(theirs["compiled"]) - 1) + 1, ours
+                    assert (measures.process_spread(mine["compiled"])
+                            > 10 * (measures.process_spread(theirs["compiled"]) - 1) + 1), ours

@@ -3,6 +3,8 @@ it, held on every record of it."""
 
 from facts import check, timed
 
+from scripts import measures
+
 
 @check("graph_mode/eager_cannot_fuse.py")
 def _(record):
@@ -18,8 +20,6 @@ def _(record):
     timed(record.results["timing"], ("eager", "compiled"))
     if record.committed:
         # guide.md: a linear layer that gains on the GPU and not on the CPU.
-        from scripts import measures
-
         timing = record.results["timing"]
         gain = measures.direction(measures.judge(timing["eager"], timing["compiled"]))
         assert gain == (1 if record.device == "cuda" else 0), measures.judge(timing["eager"], timing["compiled"])

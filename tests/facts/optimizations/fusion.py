@@ -3,6 +3,8 @@ and optimizations.md say about it, held on every record of it."""
 
 from facts import check, timed
 
+from scripts import measures
+
 SIX_OPS = ["aten::sin", "aten::cos", "aten::mul", "aten::add", "aten::mul", "aten::relu"]
 
 
@@ -75,18 +77,13 @@ def _(record):
     if record.device == "cuda" and record.committed:
         # optimizations.md: on the GPU the compiled call into a preallocated output did not gain, and its
         # processes spread wider than any other timing of the record.
-        from scripts import measures
-
         out = results["timing_out"]
         assert measures.direction(measures.judge(out["compiled"], out["compiled_out"])) <= 0, out["compiled_out"]
         # ... timed one call per block, the plain compiled call in blocks of many.
         assert measures.calls_per_block(out["compiled_out"]) == 1 < measures.calls_per_block(out["compiled"])
-
-        def spread(t):
-            return max(t["process_medians_us"]) / min(t["process_medians_us"])
         others = [t for group in ("timing", "timing_out") for name, t in results[group].items()
                   if not (group == "timing_out" and name == "compiled_out")]
-        assert spread(out["compiled_out"]) > max(spread(t) for t in others)
+        assert measures.process_spread(out["compiled_out"]) > max(measures.process_spread(t) for t in others)
 
     # One fused kernel, handed to async_compile; on CPU a vectorized loop, not unrolled.
     kernel = results["kernel"]
