@@ -64,7 +64,7 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
             if spread := measures.unsteady(a) or measures.unsteady(b):
                 row.refused[record.release] = spread
                 continue
-            words, ratio, _ = measures.verdict(a, b)
+            words, ratio, _ = measures.verdict(a, b, "cpu")
             row.by_release[record.release] = (words, ratio)
         if len(row.by_release) + len(row.refused) + len(row.elsewhere) > 1:
             found.append(row)

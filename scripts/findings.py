@@ -165,7 +165,7 @@ def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = 
             size = sized(record, options)
         except KeyError:  # the page's size key names the CPU record's: a GPU record may keep it elsewhere
             size = ""
-        return Measured(measures.judge(a, b), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
+        return Measured(measures.judge(a, b, "cuda"), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
                         record.release, size,
                         (measures.blocks_per_process(a), measures.blocks_per_process(b)), a.get("work", ""))
     return None
@@ -207,9 +207,9 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
             except KeyError:
                 continue
             if not (measures.unsteady(x) or measures.unsteady(y)):
-                verdicts.append((record.release, measures.judge(x, y)))
+                verdicts.append((record.release, measures.judge(x, y, "cpu")))
         finding = Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""),
-                          sized(shown, options), measures.judge(a, b), ratio, low, high,
+                          sized(shown, options), measures.judge(a, b, "cpu"), ratio, low, high,
                           len(measures.ratios(a, b)), verdicts)
         finding.model = model_of(finding, outputs, snippets)
         finding.gpu = gpu_of(snippet, key_a, key_b, options, outputs, snippets)

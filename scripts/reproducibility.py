@@ -51,7 +51,7 @@ def report(rows: list[dict], runs: list[Path]) -> str:
             except (KeyError, records.CorruptRecord):
                 cells.append("—")
                 continue
-            words, ratio, cell = measures.verdict(a, b)
+            words, ratio, cell = measures.verdict(a, b, "cpu")
             ratios.append(ratio)
             directions.add(measures.direction(words))
             cells.append(cell)

@@ -308,15 +308,15 @@ def t(median, q1=None, q3=None, iqr=None):
     (t(100, iqr=80), t(70, iqr=80), "about the same"),
 ])
 def test_judge(a, b, words):
-    assert measures.judge(a, b) == words
+    assert measures.judge(a, b, "cpu") == words
 
 
 def test_judge_is_about_the_same_exactly_when_the_band_holds_one():
     a = t(100, 90, 110)
     ratio, lo, hi = measures.timing_band(a, t(80, 75, 90))
     assert (round(ratio, 6), round(lo, 6), round(hi, 6)) == (1.25, 1.0, round(110 / 75, 6))
-    assert measures.judge(a, t(80, 75, 90)) == "about the same"  # the band touches 1
-    assert measures.judge(a, t(80, 75, 89.9)) == "1.2× faster"
+    assert measures.judge(a, t(80, 75, 90), "cpu") == "about the same"  # the band touches 1
+    assert measures.judge(a, t(80, 75, 89.9), "cpu") == "1.2× faster"
 
 
 def p(*medians):
@@ -332,7 +332,21 @@ def p(*medians):
     (p(100, 100, 100), p(300, 310, 290), "3.0× slower"),
 ])
 def test_judge_uses_the_ratio_in_each_process(a, b, words):
-    assert measures.judge(a, b) == words
+    assert measures.judge(a, b, "cpu") == words
+
+
+@pytest.mark.parametrize("a, b, cpu, cuda", [
+    # Slower in every process by 13-15 %: inside the CPU floor, outside the GPU's.
+    (p(100, 100, 100), p(115, 116, 117), "about the same", "1.2× slower"),
+    (p(100, 100, 100), p(103, 104, 104), "about the same", "about the same"),  # inside both floors
+    # Faster in every process, but the ratios spread 1.1 to 2.2: half that spread (1.41) is wider than either
+    # floor, and the median (1.33) lies inside it.
+    (p(110, 133, 220), p(100, 100, 100), "about the same", "about the same"),
+    (p(150, 160, 170), p(100, 100, 100), "1.6× faster", "1.6× faster"),
+])
+def test_judge_reads_the_device_floor_and_the_records_own_spread(a, b, cpu, cuda):
+    assert (measures.judge(a, b, "cpu"), measures.judge(a, b, "cuda")) == (cpu, cuda)
+    assert measures.band(a, b, "cuda") >= measures.FLOORS["cuda"]
 
 
 def test_pooled_timings_keep_each_process_and_every_block():
@@ -400,11 +414,14 @@ def test_one_number_per_measurement():
                    records.timings_in(r.results)) for r in RECORDS), (snippet, work)
 
 
-def test_pages_state_the_band_the_rule_uses():
-    """A page that says where "about the same" ends says what measures.judge applies."""
-    stated = {(page.name, float(m)) for page in (records.ROOT / "docs").rglob("*.md") if "outputs" not in page.parts
-              for m in re.findall(r"between\s+1 / ([\d.]+) and [\d.]+ \(`measures.SAME_WITHIN`\)", page.read_text())}
-    assert stated and all(n == measures.SAME_WITHIN for _, n in stated), (measures.SAME_WITHIN, sorted(stated))
+def test_pages_state_the_floors_the_rule_uses():
+    """A page that says where "about the same" ends says what measures.judge applies, on both devices."""
+    rule = (r"between\s+1 / ([\d.]+) and [\d.]+ on\s+the\s+CPU\s+runners\s+and\s+between\s+1 / ([\d.]+) and [\d.]+"
+            r"\s+on\s+a\s+GPU\s+\(`measures.FLOORS`\)")
+    stated = {(page.name, float(cpu), float(cuda)) for page in (records.ROOT / "docs").rglob("*.md")
+              if "outputs" not in page.parts for cpu, cuda in re.findall(rule, page.read_text())}
+    assert "reproduce.md" in {name for name, _, _ in stated}, stated
+    assert all((cpu, cuda) == (measures.FLOORS["cpu"], measures.FLOORS["cuda"]) for _, cpu, cuda in stated), stated
 
 
 @pytest.mark.parametrize("calls", [1, 10, 1000])

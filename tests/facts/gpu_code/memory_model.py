@@ -64,7 +64,7 @@ def _(record):
             # regimes.md and inductor-cuda.md: there the model predicts a gain at the roof, and compiled came out
             # slower.
             assert model["matmul_softmax_100"]["h200"]["speedup"] > 1, model["matmul_softmax_100"]
-            assert measures.direction(measures.judge(small["eager"], small["compiled"])) < 0, small
+            assert measures.direction(measures.judge(small["eager"], small["compiled"], record.device)) < 0, small
             # The pages: this record timed its calls one per block in every process, but 4096's eager side in
             # blocks of many in some processes and of one in others.
             for name, sides in record.results["timing"].items():

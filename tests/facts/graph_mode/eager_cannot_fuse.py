@@ -21,8 +21,8 @@ def _(record):
     if record.committed:
         # guide.md: a linear layer that gains on the GPU and not on the CPU.
         timing = record.results["timing"]
-        gain = measures.direction(measures.judge(timing["eager"], timing["compiled"]))
-        assert gain == (1 if record.device == "cuda" else 0), measures.judge(timing["eager"], timing["compiled"])
+        words = measures.judge(timing["eager"], timing["compiled"], record.device)
+        assert measures.direction(words) == (1 if record.device == "cuda" else 0), words
     if record.device == "cuda":
         # Eager: the GEMM, the add and the relu each launch (at least) one kernel; compiled: fewer.
         assert eager["kernel_count"] >= 3
