@@ -92,6 +92,47 @@ class Finding:
 
 
 MODEL = "gpu_code/findings_model.py"
+# The costs the roofs leave out, measured on a GPU box: a chain of 100 tiny element-wise ops timed eager (one
+# dispatch and launch per op from the host), replayed as a CUDA graph (launches with no host in the way), and
+# compiled into one kernel (one compiled call: guards, wrapper, one launch).
+OVERHEADS = "dissecting/cuda_graphs.py"
+
+
+@dataclass
+class Overheads:
+    """What a call costs before its bytes and FLOPs count, from the newest CUDA record of OVERHEADS."""
+    hardware: str
+    release: str
+    eager_op_us: float  # one eager op from the host: the chain's eager time over its ops
+    launch_us: float  # one kernel replayed in a CUDA graph: the least a kernel took
+    compiled_call_us: float  # one compiled call of one kernel
+
+    def floor(self, kernels: int, compiled: bool) -> float:
+        """The least a side of `kernels` kernels takes on that box: eager pays the host's cost per op; a compiled
+        call pays its own cost once and a launch for each further kernel."""
+        if compiled:
+            return self.compiled_call_us + max(kernels - 1, 0) * self.launch_us
+        return kernels * self.eager_op_us
+
+
+def overheads(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS) -> Overheads | None:
+    """The overheads measured on the newest CUDA record of OVERHEADS (a fresh one first), or None."""
+    made = releases.comparable(OVERHEADS, "cuda", outputs, snippets) or records.releases_of(
+        OVERHEADS, "cuda", outputs, snippets)
+    for record in made:
+        try:
+            ops = record.value("n_ops")
+            return Overheads(record.hardware, record.release, record.value("timing.eager")["median_us"] / ops,
+                             record.value("timing.cuda_graph")["median_us"] / ops,
+                             record.value("timing.compiled")["median_us"])
+        except KeyError:
+            continue
+    return None
+
+
+def is_compiled(key: str, work: str) -> bool:
+    """Whether a timed side is a compiled call (torch.compile's or jax.jit's), from its key and work label."""
+    return work.startswith(("compiled ", "jax.jit ")) or any(w in key.split(".")[-1] for w in ("compiled", "jit"))
 
 
 @dataclass
@@ -101,11 +142,25 @@ class Modelled:
     nbytes: tuple[int, int]
     us: dict[str, tuple[float, float]]  # gpu key -> (A, B) microseconds at the roof
     names: dict[str, str]  # gpu key -> its name
+    compiled: tuple[bool, bool] = (False, True)  # whether A, B are compiled calls
+    overheads: Overheads | None = None
 
     def ratio(self, gpu: str) -> float:
         """A's time over B's: above 1, B is faster if every kernel runs at its roof."""
         a, b = self.us[gpu]
         return a / b if b else float("nan")
+
+    def overhead_bound(self, gpu: str) -> bool:
+        """Whether a side's time at the roof is under what its calls cost on the box that measured the
+        overheads: there the roofs do not decide the time, and the model gives no ratio."""
+        if self.overheads is None:
+            return False
+        return any(us < self.overheads.floor(kernels, compiled)
+                   for us, kernels, compiled in zip(self.us[gpu], self.kernels, self.compiled))
+
+    def cell(self, gpu: str) -> str:
+        """The model's ratio on `gpu` as the table shows it, or "overhead-bound"."""
+        return "overhead-bound" if self.overhead_bound(gpu) else f"{self.ratio(gpu):.2f}"
 
 
 def model_of(finding: Finding, outputs: Path = records.OUTPUTS,
@@ -128,7 +183,9 @@ def model_of(finding: Finding, outputs: Path = records.OUTPUTS,
     a, b = found
     gpus = record.results["gpus"]
     return Modelled((len(a["kernels"]), len(b["kernels"])), (a["bytes"], b["bytes"]),
-                    {g: (a[f"{g}_us"], b[f"{g}_us"]) for g in gpus}, {g: spec["name"] for g, spec in gpus.items()})
+                    {g: (a[f"{g}_us"], b[f"{g}_us"]) for g in gpus}, {g: spec["name"] for g, spec in gpus.items()},
+                    (is_compiled(finding.key_a, a["work"]), is_compiled(finding.key_b, b["work"])),
+                    overheads(outputs, snippets))
 
 
 def shown_size(value) -> str:
@@ -144,7 +201,8 @@ def sized(record: records.Record, options: dict) -> str:
     where the record lacks it."""
     if not options.get("size"):
         return ""
-    return f"{options['size'].split('.')[-1]} = {shown_size(record.value(options['size']))}"
+    name, value = options["size"].split(".")[-1], shown_size(record.value(options["size"]))
+    return value if name.isdigit() else f"{name} = {value}"  # a list's index names nothing: "64", not "0 = 64"
 
 
 def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = records.OUTPUTS,
