@@ -12,6 +12,7 @@ HELD = {
     },
     "dead-code.md": {
         "three stages": "fact: JAX's own pipeline (jaxpr, StableHLO, optimised HLO), the three tabs the page shows",
+        "five processes": "records.PROCESSES",
     },
     "dissecting/benchmarking.md": {
         "two lines": "fact: an idiom ('two lines of code'), not a count of the snippet",
@@ -43,6 +44,9 @@ HELD = {
     "dissecting/inductor-cuda.md": {
         "4 warps": "facts/gpu_code/inductor_cuda_code.py",
         "two lines": "facts/gpu_code/inductor_cuda_code.py",
+        # matmul and softmax compiled: the library GEMM and one softmax kernel (launches == [mm, reduction])
+        "two kernels": "facts/gpu_code/inductor_cuda_code.py",
+        "five processes": "records.PROCESSES",
     },
     "dissecting/tlparse.md": {
         "two calls": "facts/dissecting/tlparse_report.py",
@@ -59,6 +63,7 @@ HELD = {
         "two stages": "facts/dissecting/triton_basics.py",
         "three stages": "facts/dissecting/triton_basics.py",
         "64 warps": "fact: an H100 SM runs at most 64 warps (NVIDIA's Hopper tuning guide)",
+        "2,048 threads": "fact: an H100 SM's 64 warps of 32 threads, the same limit (Hopper tuning guide)",
         "four warps": "facts/dissecting/triton_basics.py",
         "four stages": "facts/dissecting/triton_basics.py",
         "32 warps": "fact: 32 programs of one warp each, the arithmetic of the sentence",
@@ -92,6 +97,9 @@ HELD = {
         "two processes": GENERIC,
         # matmul and softmax compiled: the library GEMM and one softmax kernel (launches == [mm, reduction])
         "two kernels": "facts/gpu_code/inductor_cuda_code.py",
+        # compiled AdamW in Inductor's CUDA code: the step counter's add and seven update kernels
+        "eight kernels": "facts/gpu_code/findings_model.py",
+        "two ops": "fact: matmul and softmax eager are ATen's mm and _softmax, the function's two lines",
     },
     "index.md": {
         "six kernels": "facts/eager_mode/complex_activation.py",

@@ -52,5 +52,10 @@ def _(record):
     # Dead code: the unused matmul is one of the three eager runs and none of what Inductor writes.
     dead = timed["jax/dead_code.py"]
     assert dead["timing.jit"]["flops"] == dead["timing.eager"]["flops"] * 2 // 3
+    # AdamW compiled (guide.md): eight kernels in Inductor's CUDA code, against one in its CPU code
+    # (transformer_block.py's record), where eager is the per-parameter loop, not CUDA's foreach default.
+    adamw = timed["graph_mode/transformer_block.py"]["timing.optimizer_compiled"]
+    if "error" not in adamw:
+        assert len(adamw["kernels"]) == 8
     if main:  # every side modelled on the release the site builds with
         assert not any("error" in side for sides in timed.values() for side in sides.values())
