@@ -18,7 +18,7 @@ record's duration once per process. What a part records is
 fresh at home once unpacked and committed, so the next part, from the same command, goes on where this one
 stopped.
 
-Needs only the standard library: the GPU box has no mkdocs.
+Needs only the standard library and the recorder's modules: the GPU box has no mkdocs.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from scripts import records
+from scripts import directives, records
 
 DOCS = records.ROOT / "docs"
-COMPARE = re.compile(r"md:compare\s+([\w/.-]+\.py)\b")
 RESERVE_S = 20.0  # kept back from the budget for packing the archive and the summary
 # The comparisons a GPU reader needs first (issue 48: the findings' workloads, then the chapters' timed
 # lessons), before every other snippet.
@@ -67,8 +66,8 @@ def parse(text: str) -> float:
 
 
 def compared(docs: Path = DOCS) -> set[str]:
-    """The snippets that the pages' md:compare directives judge."""
-    return {match.group(1) for page in sorted(docs.rglob("*.md")) for match in COMPARE.finditer(page.read_text())}
+    """The snippets that the pages' md:compare directives judge (read with the directives' grammar)."""
+    return {d.args[0] for _, _, d in directives.site_directives(docs, "compare")}
 
 
 def estimates(snippets: list[str], device: str, outputs: Path = records.OUTPUTS,

@@ -157,10 +157,13 @@ def out_of_order(text: str) -> list[str]:
 @cache
 def config(root: Path) -> dict:
     """mkdocs.yml of the tree at root, read once (site_url from SITE_URL where the environment sets it, as
-    the publishing workflow does); {} where there is none."""
-    from mkdocs.utils import yaml_load
-
+    the publishing workflow does); {} where there is none, or where mkdocs is not installed (the GPU box: the
+    recorder then reads the pages in path order, see `pages`)."""
     path = root / "mkdocs.yml"
+    try:
+        from mkdocs.utils import yaml_load
+    except ImportError:
+        return {}
     if not path.is_file():
         return {}
     with open(path) as handle:
@@ -218,10 +221,20 @@ def front_matter(text: str) -> tuple[str, dict]:
 # ------------------------------------------------------------------------------------------- chapters
 
 
+def pages(docs: Path | None = None) -> list[str]:
+    """The site's one page list: every Markdown page under docs/ (its path there) but those of SKIP_DIRS, in
+    the order of mkdocs.yml's nav, then the others by path (all by path where mkdocs is not installed)."""
+    docs = docs or DOCS
+    listed = nav(docs.parent)
+    names = [p.relative_to(docs).as_posix() for p in docs.rglob("*.md")
+             if p.relative_to(docs).parts[0] not in SKIP_DIRS]
+    return sorted(names, key=lambda name: (listed.index(name) if name in listed else len(listed), name))
+
+
 def chapter_pages() -> list[Path]:
     """Every page under docs/ that shows snippet sections, in path order."""
-    return [page for page in sorted(DOCS.rglob("*.md"))
-            if page.relative_to(DOCS).parts[0] not in SKIP_DIRS and page_includes(page.read_text())]
+    return [DOCS / name for name in sorted(pages(), key=lambda name: Path(name).parts)
+            if page_includes((DOCS / name).read_text())]
 
 
 def notebook_name(page: Path) -> str:

@@ -20,7 +20,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from scripts import chapters, directives, glossary, notebooks
+from scripts import chapters, directives, glossary, notebooks, render
 
 _DRAWN: dict[str, str] = {}  # site path -> cached figure, for on_post_build
 _CHAPTER: dict[str, str] = {}  # a notebook's src_uri -> its chapter's src_uri
@@ -39,7 +39,7 @@ def on_files(files, config):
     return files
 
 
-def notebook_link(page: directives.Page) -> str:
+def notebook_link(page: render.Page) -> str:
     """Buttons under the title: the page's notebook as a page and as a file to download, where one exists."""
     name = next((nb for nb, chapter in _CHAPTER.items() if chapter == page.src_uri), None)
     if name is None:
@@ -53,9 +53,9 @@ def notebook_link(page: directives.Page) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
-    state = directives.Page(page.file.src_uri, page.url)
+    state = render.Page(page.file.src_uri, page.url)
     try:
-        markdown = directives.expand(markdown, state)
+        markdown = render.expand(markdown, state)
     except directives.DirectiveError as error:
         raise PluginError(str(error)) from None
     _DRAWN.update(state.drawn)

@@ -12,7 +12,9 @@ model as Quarto's freeze or sphinx-gallery's checksums.
     python -m scripts.regenerate --notebooks --force    # run them all
 
 Needs the docs and notebook extras (mkdocs, nbclient, ipykernel): the project's venv after the README's test
-set-up.
+set-up. The notebooks are built by the site's own builder (scripts/notebooks.py) in a process of its own, into
+its cache (a notebook whose inputs did not change is not built again): this module, part of the recorder,
+imports nothing of the site.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +32,7 @@ from pathlib import Path
 from scripts import records, run_env
 
 RECEIPTS = records.OUTPUTS / "notebook-runs.json"
+BUILT = records.ROOT / ".cache" / "notebooks"  # where scripts/notebooks.py builds them (its CACHE)
 CELL_LIMIT_S = 900
 COMMAND = f"{records.REMAKE} --notebooks"  # the hint a stale receipt prints, as a record's does
 
@@ -70,6 +74,17 @@ def run(notebook, folder: Path) -> float:
     return time.perf_counter() - start
 
 
+def build(out: Path = BUILT) -> list[str]:
+    """Build every chapter's notebook with the site's builder, in a process of its own (only those whose inputs
+    changed are built again); their names (notebooks/<name>.ipynb). Raises RuntimeError where it fails."""
+    done = subprocess.run([sys.executable, "-m", "scripts.notebooks", "--out", str(out)], cwd=records.ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"building the notebooks failed: {(done.stderr or done.stdout).strip()[-2000:]}")
+    return [Path(line).relative_to(out).as_posix() for line in done.stdout.splitlines()
+            if line.endswith(".ipynb") and Path(line).is_relative_to(out)]
+
+
 def write(receipts: dict, path: Path = RECEIPTS) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".json.new")
@@ -83,11 +98,8 @@ def regenerate(force: bool = False, only: list[str] | None = None) -> int:
 
     import nbformat
 
-    from scripts import notebooks
-
-    with tempfile.TemporaryDirectory(prefix="notebooks-") as built:
-        names = notebooks.write_all(Path(built))
-        books = {name: nbformat.read(Path(built) / name, as_version=4) for name in names}
+    names = build()
+    books = {name: nbformat.read(BUILT / name, as_version=4) for name in names}
     receipts = {name: receipt for name, receipt in load().items() if name in books}  # drop removed chapters
     chosen = [n for n in (list(books) if force else stale(books, receipts))
               if not only or any(fnmatch.fnmatch(n, f"*{pattern}*") for pattern in only)]

@@ -41,7 +41,7 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from scripts import chapters, directives, records
+from scripts import chapters, directives, records, render
 from scripts.chapters import (
     ChapterError,
     Include,
@@ -63,8 +63,8 @@ from scripts.chapters import (
 ROOT = records.ROOT
 CACHE = ROOT / ".cache" / "notebooks"  # src_dir of the built notebooks: CACHE/notebooks/<name>.ipynb
 # The code that builds a notebook: a change to it rebuilds every notebook.
-CODE = [Path(__file__), Path(chapters.__file__), Path(directives.__file__), ROOT / "scripts" / "plots.py",
-        ROOT / "scripts" / "diagrams.py"]
+CODE = [Path(__file__), Path(chapters.__file__), Path(directives.__file__), Path(render.__file__),
+        ROOT / "scripts" / "plots.py", ROOT / "scripts" / "diagrams.py"]
 
 # What the recorder and the suite set before a snippet starts, as a cell a reader sees and runs first.
 TRITON_SETUP = """\
@@ -91,11 +91,11 @@ class NotebookError(ChapterError):
     """A page the builder cannot turn into a notebook; the message names the page."""
 
 
-class NotebookPage(directives.Page):
+class NotebookPage(render.Page):
     """The directives' page while a notebook is built: the outputs that already sit under their code cells,
     and the images attached to the Markdown cell being built."""
 
-    target = directives.NOTEBOOK
+    target = render.NOTEBOOK
 
     def __init__(self, src_uri: str, url: str, **where):
         super().__init__(src_uri, url, **where)
@@ -297,7 +297,7 @@ class Builder:
         if not text.strip():
             return
         try:
-            text = directives.expand(text, self.state)
+            text = render.expand(text, self.state)
         except directives.DirectiveError as error:
             raise NotebookError(str(error)) from None
 
@@ -434,8 +434,8 @@ def write_all(out: Path = CACHE) -> list[str]:
         path, key_file = out / name, (out / name).with_suffix(".key")
         key = inputs_key(page)
         if not (path.is_file() and key_file.is_file() and key_file.read_text() == key):
-            directives.write_atomically(path, build(page))
-            directives.write_atomically(key_file, key)
+            render.write_atomically(path, build(page))
+            render.write_atomically(key_file, key)
         names.append(name)
     for stale in folder.iterdir():
         if stale.suffix in (".ipynb", ".key") and f"{chapters.FOLDER}/{stale.with_suffix('.ipynb').name}" not in names:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import chapters, directives, records, runner
+from scripts import chapters, directives, records, render, runner
 
 PAGE = """\
 # A chapter
@@ -165,8 +165,8 @@ def test_mkdocs_yml_is_read_once_for_the_nav_and_the_site(tmp_path):
 
 
 def test_the_directives_hold_no_notebook_state():
-    page = directives.Page("chapter.md", "chapter/")
-    assert page.target == directives.PAGE and not page.under_code("demo/a.py", "one")
+    page = render.Page("chapter.md", "chapter/")
+    assert page.target == render.PAGE and not page.under_code("demo/a.py", "one")
     assert not hasattr(page, "shown") and not hasattr(page, "attachments")
     with pytest.raises(directives.DirectiveError, match="only a notebook attaches images"):
         page.attach("x.svg", "image/svg+xml", b"<svg/>")

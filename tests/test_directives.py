@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import directives, measures, notebooks, records
+from scripts import directives, measures, notebooks, records, render
 
 SOURCE = "# --8<-- [start:main]\nprint('hi')\n# --8<-- [end:main]\n"
 SNIPPET = "demo/hello.py"
@@ -58,14 +58,14 @@ def write_record(tree: Path, device: str, source: str = SOURCE, results: dict | 
 
 
 def page(tree: Path, src_uri: str = "chapter.md", url: str = "chapter/",
-         target: str = directives.PAGE) -> directives.Page:
+         target: str = render.PAGE) -> render.Page:
     """The page being rendered; for the notebook target, the notebook's page, which keeps its cells' state."""
-    kind = notebooks.NotebookPage if target == directives.NOTEBOOK else directives.Page
+    kind = notebooks.NotebookPage if target == render.NOTEBOOK else render.Page
     return kind(src_uri, url, snippets=tree / "snippets", outputs=tree / "outputs")
 
 
-def expand(tree: Path, markdown: str, on: directives.Page | None = None) -> str:
-    return directives.expand(markdown, on or page(tree))
+def expand(tree: Path, markdown: str, on: render.Page | None = None) -> str:
+    return render.expand(markdown, on or page(tree))
 
 
 def failure(tree: Path, markdown: str) -> str:
@@ -252,7 +252,7 @@ def test_compare_gives_the_judges_words(tree, a, b, words):
     write_record(tree, "cpu")
     text = expand(tree, f"compiled is <!-- md:compare {SNIPPET} {a} {b} device=cpu --> than eager")
     assert shown(text) == words
-    assert words == measures.judge(RESULTS["timing"][a.split(".")[1]], RESULTS["timing"][b.split(".")[1]])
+    assert words == measures.judge(RESULTS["timing"][a.split(".")[1]], RESULTS["timing"][b.split(".")[1]], "cpu")
 
 
 def test_compare_refuses_what_is_not_a_timing(tree):
@@ -382,7 +382,7 @@ def test_a_figure_of_a_device_with_no_record_or_of_nothing_kept_fails(tree):
 
 def test_a_chart_figure_is_drawn_in_both_palettes_into_the_cache(tree, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setattr(directives, "FIGURE_CACHE", tmp_path / "figures")
+    monkeypatch.setattr(render, "FIGURE_CACHE", tmp_path / "figures")
     write_record(tree, "cpu")
     state = page(tree)
     text = expand(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.eager,timing.compiled '
@@ -397,7 +397,7 @@ def test_a_chart_figure_is_drawn_in_both_palettes_into_the_cache(tree, tmp_path,
 
 def test_a_figure_that_cannot_be_drawn_fails_naming_the_record(tree, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setattr(directives, "FIGURE_CACHE", tmp_path / "figures")
+    monkeypatch.setattr(render, "FIGURE_CACHE", tmp_path / "figures")
     write_record(tree, "cpu")
     error = failure(tree, f'<!-- md:figure {SNIPPET} speed kind=bars keys=timing.nope caption="x" -->\n')
     assert "the cpu record: 'timing.nope' is not in" in error
@@ -501,8 +501,8 @@ def test_the_changes_page_diffs_what_changed_and_lists_what_did_not(tree):
     (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:output {SNIPPET}:main -->\n")
     write_record(tree, "cpu", stdout="graph\nadd_ alpha\nreturn\n", results={"ops": 1, "graphs": 1})
     write_record(tree, "cpu", release="2.11.0", stdout="graph\nmul\nadd_\nreturn\n", results={"ops": 2, "graphs": 1})
-    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
-    text = directives.expand("<!-- md:changes -->\n", on)
+    on = render.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = render.expand("<!-- md:changes -->\n", on)
     assert f'??? abstract mlc-recorded "A chapter: `demo/hello.py` · `main`, torch 2.11.0 → {records.MAIN}"' in text
     assert '<span id="changed-demo-hello-main"></span>' in text  # where an output's line links
     diff = text.split("```diff")[1].split("```")[0]  # folded with the rest, two folds deep
@@ -525,8 +525,8 @@ def test_a_diff_names_every_version_that_changed_besides_torch(tree):
     (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:output {SNIPPET}:main -->\n")
     write_record(tree, "cpu", stdout="graph\nadd_ alpha\n")
     restack(write_record(tree, "cpu", release="2.11.0", stdout="graph\nmul\n"), python="3.12.1", jax="0.11.2")
-    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
-    text = directives.expand("<!-- md:changes -->\n", on)
+    on = render.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = render.expand("<!-- md:changes -->\n", on)
     assert f"torch 2.11.0 → {records.MAIN} (and Python 3.12.1 → 3.11.7)" in text
     assert "| 2.11.0 | 1 fresh of 1 | 2026-11-21 to 2026-11-21 | 3.12.1 | 3.7.1 | 0.11.2 | – |" in text
     assert "| 2.11.0 | Test CPU | 1 |" in text  # the machines that made them
@@ -539,8 +539,8 @@ def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tr
     write_record(tree, "cpu", results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 60)})
     write_record(tree, "cpu", release="2.11.0",
                  results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 6000)})
-    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
-    text = directives.expand("<!-- md:changes -->\n", on)
+    on = render.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = render.expand("<!-- md:changes -->\n", on)
     assert "not compared: processes spread 50\u202fµs to 6,000\u202fµs" in text
     assert "| not compared: processes spread 50\u202fµs to 6,000\u202fµs | 2.0× faster (2.00) |" in text
     assert "1 record is not compared" in text
@@ -548,9 +548,9 @@ def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tr
 
 def test_the_changes_page_with_one_release_says_nothing_can_be_compared(tree):
     write_record(tree, "cpu")
-    on = directives.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs",
+    on = render.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs",
                          docs=tree / "docs")
-    assert "nothing can be compared yet" in directives.expand("<!-- md:changes -->\n", on)
+    assert "nothing can be compared yet" in render.expand("<!-- md:changes -->\n", on)
 
 
 # ------------------------------------------------------------------------------------------ the option schema
@@ -575,7 +575,13 @@ def test_the_parser_and_the_plots_agree_on_each_kind():
     from scripts import plots
 
     assert set(plots.OPTIONS) == set(plots.KINDS)
-    assert directives.parse("figure", "a.py speed kind=lines x=n series=a,b logy=1 caption=c").options["logy"] == "1"
+    parsed = directives.parse("figure", "a.py speed kind=lines x=n series=a,b logy=1 caption=c", plots.OPTIONS)
+    assert parsed.options["logy"] == "1"
+    with pytest.raises(directives.DirectiveError, match="kind=pie is not one of"):
+        directives.parse("figure", "a.py speed kind=pie caption=c", plots.OPTIONS)
+    # The grammar knows no figure kinds of its own: they are the renderer's (scripts/render.py hands them over).
+    with pytest.raises(directives.DirectiveError, match="read with its kinds"):
+        directives.parse("figure", "a.py speed kind=lines caption=c")
 
 
 # ------------------------------------------------------------------------------------------ the notebook target
@@ -584,7 +590,7 @@ def test_the_parser_and_the_plots_agree_on_each_kind():
 def test_the_notebook_target_renders_plain_text_one_record_and_no_repeat_of_a_shown_output(tree):
     write_record(tree, "cuda")
     write_record(tree, "cpu")
-    state = page(tree, target=directives.NOTEBOOK)
+    state = page(tree, target=render.NOTEBOOK)
     text = expand(tree, f"It took <!-- md:value {SNIPPET} t fmt=.1f\n  device=cpu --> on the "
                         f"<!-- md:hardware {SNIPPET} -->.\n\n<!-- md:output {SNIPPET}:main -->\n", state)
     assert text.startswith("It took 731.4 on the NVIDIA H200.\n"), text
@@ -599,14 +605,14 @@ def test_the_notebook_target_draws_a_one_device_figure_from_that_device_when_bot
     # the CPU record once a CUDA one exists (a CUDA record of break_atlas once failed the whole build).
     write_record(tree, "cuda")
     write_record(tree, "cpu")
-    state = page(tree, target=directives.NOTEBOOK)
+    state = page(tree, target=render.NOTEBOOK)
     text = expand(tree, f'<!-- md:figure {SNIPPET} graph device=cpu caption="The CPU graph." -->\n', state)
     assert "*(Drawn from the CPU record of `snippets/demo/hello.py`.)*" in text
 
 
 def test_the_notebook_target_embeds_a_graph_as_an_image_and_numbers_it(tree):
     write_record(tree, "cpu")
-    state = page(tree, target=directives.NOTEBOOK)
+    state = page(tree, target=render.NOTEBOOK)
     text = expand(tree, f'<!-- md:figure {SNIPPET} graph\n     caption="The graph." -->\n', state)
     assert text.startswith("![Computation graph (graph 1: sin).](attachment:") and "**Figure 1.** The graph." in text
     assert "Drawn from the CPU record of `snippets/demo/hello.py`" in text and "<div" not in text
@@ -628,7 +634,7 @@ def timing(*medians):
 
 
 def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records(tree, monkeypatch):
-    monkeypatch.setattr(directives, "FIGURE_CACHE", tree / "figures")
+    monkeypatch.setattr(render, "FIGURE_CACHE", tree / "figures")
     docs = tree / "docs"
     docs.mkdir()
     (docs / "chapter.md").write_text(
@@ -637,8 +643,8 @@ def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records
     write_record(tree, "cpu", results={"eager": timing(100, 110, 120), "compiled": timing(50, 55, 60), "n": 4096})
     write_record(tree, "cpu", release="2.11.0",
                  results={"eager": timing(100, 110, 120), "compiled": timing(100, 110, 130), "n": 4096})
-    on = directives.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
-    text = directives.expand("<!-- md:findings -->\n", on)
+    on = render.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    text = render.expand("<!-- md:findings -->\n", on)
     (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]")]
     assert row == ("| [a demo op](chapter.md) (n = 4,096) | 2.0× faster | 2.00 (2.00–2.00, 3 processes) | "
                    f"differs on {records.MAIN}, 2.11.0 | not measured | one kernel instead of two |")
@@ -649,7 +655,7 @@ def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records
     write_record_again = records.record_dir(SNIPPET, "cpu", tree / "outputs") / "files" / "results.json"
     write_record_again.write_text(json.dumps({"eager": timing(100, 110, 120), "compiled": timing(200, 220, 240),
                                               "n": 4096}))
-    text = directives.expand("<!-- md:findings -->\n", on)
+    text = render.expand("<!-- md:findings -->\n", on)
     assert "| [a demo op](chapter.md) (n = 4,096) | 2.0× slower | 0.50" in text
 
 
@@ -657,9 +663,9 @@ def test_findings_with_no_described_comparison_fail_the_build(tree):
     docs = tree / "docs"
     docs.mkdir()
     (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:compare {SNIPPET} eager compiled device=cpu -->\n")
-    on = directives.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    on = render.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     with pytest.raises(directives.DirectiveError, match="says what it compares"):
-        directives.expand("<!-- md:findings -->\n", on)
+        render.expand("<!-- md:findings -->\n", on)
 
 
 def test_a_value_as_another_release_recorded_it(tree):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import directives, findings, plots, records
+from scripts import directives, findings, plots, records, render
 
 SNIPPET = "demo/op.py"
 SOURCE = "print('hi')\n"
@@ -47,7 +47,7 @@ def side(work: str, us: dict[str, float], kernels: int) -> dict:
 
 @pytest.fixture
 def page(tmp_path, monkeypatch):
-    monkeypatch.setattr(directives, "FIGURE_CACHE", tmp_path / "figures")
+    monkeypatch.setattr(render, "FIGURE_CACHE", tmp_path / "figures")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "chapter.md").write_text(
@@ -55,7 +55,7 @@ def page(tmp_path, monkeypatch):
         f'why="one kernel instead of six" -->.\n')
     write(tmp_path, SNIPPET, {"eager": timing("op(float32[1024])", 100, 110, 120),
                               "compiled": timing(WORK, 20, 22, 24)})
-    return directives.Page("guide.md", "guide/", snippets=tmp_path / "snippets", outputs=tmp_path / "outputs",
+    return render.Page("guide.md", "guide/", snippets=tmp_path / "snippets", outputs=tmp_path / "outputs",
                            docs=docs)
 
 
@@ -66,10 +66,10 @@ def model(tree: Path, compiled_work: str = WORK) -> None:
 
 
 def test_a_row_shows_the_model_of_its_own_workload_labelled_as_a_model(page):
-    text = directives.expand("<!-- md:findings -->\n", page)
+    text = render.expand("<!-- md:findings -->\n", page)
     assert "GPU model" not in text  # no model record: no model, and nothing claims one
     model(page.outputs.parent)
-    text = directives.expand("<!-- md:findings -->\n", page)
+    text = render.expand("<!-- md:findings -->\n", page)
     assert "**GPU model, not measured.**" in text
     (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]") and "→" in line]
     assert row == "| [a demo op](chapter.md) | 6 → 1 | 6 → 1.2 | 5.00 | 6.00 |"
@@ -80,11 +80,11 @@ def test_a_model_of_another_size_is_not_shown(page):
     model(page.outputs.parent, compiled_work="compiled op(float32[2048])")
     (found,) = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
     assert found.model is None
-    assert "GPU model" not in directives.expand("<!-- md:findings -->\n", page)
+    assert "GPU model" not in render.expand("<!-- md:findings -->\n", page)
 
 
 def test_a_phone_gets_the_chart_drawn_for_its_column_and_lists(page):
-    text = directives.expand("<!-- md:findings -->\n", page)
+    text = render.expand("<!-- md:findings -->\n", page)
     assert re.search(r'<span class="mlc-narrow"><a [^>]*><img src="[^"]*phone-findings-', text)
     assert '<div class="mlc-narrow" markdown>\n\n- **[a demo op](chapter.md)**: 5.0× faster' in text
     found = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
@@ -151,5 +151,33 @@ def test_a_comparison_measured_on_a_gpu_only_is_a_row_with_no_cpu_columns(page):
         f'# A chapter\n\nCompiled is <!-- md:compare {SNIPPET} eager compiled device=cpu what="a demo op" -->.\n')
     (row,) = findings.collect(directives.site_directives(page.docs, "compare"), page.outputs, page.snippets)
     assert row.on_cpu and row.words == "5.0× faster" and row.gpu.words == "5.0× faster"
-    text = directives.expand("<!-- md:findings -->\n", page)
+    text = render.expand("<!-- md:findings -->\n", page)
     assert "5.0× faster (5.00; 5.00–5.00, 3 processes) on the Test GPU, torch 2.11.0" in text
+
+
+def test_a_side_under_the_measured_overheads_is_overhead_bound_not_given_a_ratio():
+    costs = findings.Overheads("NVIDIA H200", "2.11.0", eager_op_us=8.0, launch_us=1.0, compiled_call_us=30.0)
+    assert costs.floor(6, compiled=False) == 48.0 and costs.floor(3, compiled=True) == 32.0
+    roof = {"h100": (400.0, 80.0), "h200": (40.0, 20.0)}  # six eager kernels against one compiled
+    model = findings.Modelled((6, 1), (0, 0), roof, {"h100": "H100", "h200": "H200"}, (False, True), costs)
+    assert model.cell("h100") == "5.00"  # 400 >= 48 and 80 >= 30: the roofs decide
+    assert model.cell("h200") == "overhead-bound"  # eager's 40 us at the roof is under six ops' 48 us
+    assert not findings.Modelled((6, 1), (0, 0), roof, {"h200": "H200"}).overhead_bound("h200")  # none measured
+
+
+def test_the_overheads_come_from_the_newest_cuda_record_of_the_chain():
+    costs = findings.overheads()
+    record = records.releases_of(findings.OVERHEADS, "cuda")[0]
+    ops = record.value("n_ops")
+    assert costs.hardware == record.hardware and costs.release == record.release
+    assert costs.eager_op_us == record.value("timing.eager")["median_us"] / ops
+    assert costs.launch_us < costs.eager_op_us < costs.compiled_call_us  # what the note's words assume
+
+
+@pytest.mark.parametrize("key, work, compiled", [
+    ("timing.eager", "f(float32[8])", False), ("timing.compiled", "compiled f(float32[8])", True),
+    ("timing.inference_compiled", "infer(float32[8])", True), ("timing.jit", "jax.jit f(float32[8])", True),
+    ("timing_out.eager_out", "f_out(float32[8])", False),
+])
+def test_a_side_is_compiled_by_its_work_label_or_its_key(key, work, compiled):
+    assert findings.is_compiled(key, work) is compiled

@@ -787,3 +787,61 @@ def test_a_cuda_estimate_from_a_cpu_record_counts_the_processes_of_a_snippet_tha
     assert plan.returncode == 0, plan.stderr
     assert f"    200.0 s            demo/gpu_timed.py  (its CPU record × {records.PROCESSES} processes" in plan.stdout
     assert "     40.0 s            demo/untimed.py  (its CPU record (torch" in plan.stdout
+
+
+# ------------------------------------------------------------------------------ the recorder on the ground floor
+
+# The modules that make and judge records, which the GPU box runs with nothing but torch (issue 53).
+RECORDER = ("scripts.runner", "scripts.run_env", "scripts.records", "scripts.measures", "scripts.skips",
+            "scripts.budget", "scripts.regenerate", "scripts.reproducibility", "scripts.notebook_runs",
+            "scripts.directives")
+# What builds the site: the docs tools, the charts, and every module that renders a page or a notebook.
+SITE = ("mkdocs", "mkdocs_jupyter", "matplotlib", "scripts.render", "scripts.mkdocs_hooks", "scripts.notebooks",
+        "scripts.plots", "scripts.changelog", "scripts.findings", "scripts.atlas", "scripts.explorer",
+        "scripts.diagrams", "scripts.glossary", "scripts.publish", "scripts.vendor_assets")
+# Run before the code under test: the site's packages cannot be imported at all, as on the GPU box.
+NO_SITE = ("import sys\n"
+           "for name in ('mkdocs', 'mkdocs_jupyter', 'matplotlib'):\n"
+           "    sys.modules[name] = None  # `import mkdocs` (or mkdocs.utils) now raises ImportError\n")
+
+
+def loaded_by(module: str) -> list[str]:
+    """The modules a clean interpreter holds after importing `module` alone."""
+    code = f"import importlib, json, sys\nimportlib.import_module({module!r})\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", RECORDER)
+def test_a_recorder_module_imports_nothing_of_the_site(module):
+    site = [name for name in loaded_by(module) if name.split(".")[0] in SITE or name in SITE]
+    assert not site, f"importing {module} loads {', '.join(site)}: the recorder must run without the site"
+
+
+def run_without_site(*argv: str) -> subprocess.CompletedProcess:
+    code = NO_SITE + (f"import runpy\nsys.argv = ['scripts.regenerate', *{list(argv)!r}]\n"
+                      "runpy.run_module('scripts.regenerate', run_name='__main__', alter_sys=True)\n")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_the_recorder_lists_and_plans_with_mkdocs_and_matplotlib_unimportable():
+    helped = run_without_site("--help")
+    assert helped.returncode == 0 and "--list" in helped.stdout, helped.stderr
+    listed = run_without_site("--list", "--device", "cpu")
+    assert listed.returncode == 0, listed.stderr
+    assert "eager_mode/complex_activation.py" in listed.stdout and "snippets:" in listed.stdout
+    # A budgeted plan reads the pages' md:compare directives: the grammar, without mkdocs.
+    planned = run_without_site("--list", "--device", "cuda", "--budget", "10m")
+    assert planned.returncode == 0, planned.stderr
+    assert "records are fresh" in planned.stdout or "compared" in planned.stdout
+
+
+def test_the_budget_reads_md_compare_with_the_grammar_and_skips_code(tmp_path):
+    from scripts import budget
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(
+        "# A\n\nIt is <!-- md:compare x/one.py t.a t.b device=cpu --> here.\n\n"
+        "```markdown\n<!-- md:compare x/shown.py t.a t.b -->\n```\n")
+    assert budget.compared(tmp_path / "docs") == {"x/one.py"}
