@@ -200,8 +200,10 @@ def say_guards(values: dict[str, object]) -> str | None:
     (_, old), (_, new) = oldest_newest(values)
     came = [f"`{kind}` ({new[kind]})" for kind in new if kind not in old]
     went = [f"`{kind}` ({old[kind]})" for kind in old if kind not in new]
+    moved = [f"`{kind}` {'falls' if new[kind] < old[kind] else 'rises'} from {old[kind]} to {new[kind]}"
+             for kind in new if kind in old and old[kind] != new[kind]]  # every kind that changed, none left out
     kinds = ", ".join([*([f"{listed(came)} appear{'s' if len(came) == 1 else ''}"] if came else []),
-                       *([f"{listed(went)} go{'es' if len(went) == 1 else ''}"] if went else [])])
+                       *([f"{listed(went)} go{'es' if len(went) == 1 else ''}"] if went else []), *moved])
     return (f"TorchDynamo guards the chapter's function with {by_release(counts, 'checks')}"
             + (f": of its kinds, {kinds}." if kinds else "."))
 
@@ -234,7 +236,7 @@ def say_softmax(values: dict[str, object]) -> str | None:
     gone, came = sorted(words[0] - words[1] - {""}), sorted(words[1] - words[0] - {""})
     moved = "; ".join([*([f"{code(gone)} leave{'s' if len(gone) == 1 else ''} the name"] if gone else []),
                        *([f"{code(came)} join{'s' if len(came) == 1 else ''} the name"] if came else [])])
-    return (f"Inductor names its online-softmax kernel after the ATen ops fused into it: "
+    return (f"Inductor names the kernel it fuses from `prepare_softmax_online` after the ATen ops fused into it: "
             f"{by_release(values, show=lambda name: f'`{name}`')}" + (f" ({moved})" if moved else "")
             + ", so a trace or a log searched by one release's name misses the other's.")
 
@@ -369,6 +371,7 @@ class Notable:
     read: Callable[[records.Record], object]
     say: Callable[[dict[str, object]], str | None]
     detail: Callable[[dict[str, object]], str] | None = None  # a table folded under it, from the same values
+    stated: Callable[[object], object] = lambda value: value  # the part of a value the sentence credits to torch
 
 
 NOTABLE = (
@@ -376,15 +379,30 @@ NOTABLE = (
             lambda r: (r.value("guard_count"), r.value("guard_kinds")), say_guards),
     Notable("Input checks in generated code", "graph_mode/inductor_linear_relu.py", ("wrapper",),
             read_asserts, say_asserts),
-    Notable("The online-softmax kernel's name", "gpu_code/reductions.py", ("persistent", "looped"),
+    Notable("The softmax kernel's name", "gpu_code/reductions.py", ("persistent", "looped"),
             lambda r: r.value("kinds.256.kernel"), say_softmax),
     Notable("tlparse's events and products", "dissecting/tlparse_report.py", ("summary", "tlparse"),
             read_trace, say_trace),
     Notable("The SGD step's graph", "dissecting/training_step.py", ("optimizer",), read_sgd, say_sgd),
     Notable("Graph breaks", "graph_mode/break_atlas.py", (), read_cases, say_breaks, cases_table),
     Notable("Recompiles", "graph_mode/recompile_atlas.py", ("modules",), read_cases, say_recompiles),
-    Notable("Registers", "gpu_code/triton_pipeline.py", ("resources",), read_builds, say_builds),
+    Notable("Registers", "gpu_code/triton_pipeline.py", ("resources",), read_builds, say_builds,
+            stated=lambda v: v[2]),  # the registers: Triton's version is named, not credited
 )
+
+
+def python_changed(item: Notable, found: list[records.Record], values: dict[str, object]) -> str:
+    """Where what a sentence states differs between two consecutive releases whose records ran on different
+    Pythons, a sentence that says both changed: the difference may be torch's or Python's."""
+    pairs = []
+    for older, newer in zip(found, found[1:]):
+        a, b = older.environment.get("python"), newer.environment.get("python")
+        if a and b and a != b and item.stated(values[older.release]) != item.stated(values[newer.release]):
+            pairs.append(f"between torch {older.release} and {newer.release}, Python changed too ({a} → {b})")
+    if not pairs:
+        return ""
+    text = "; ".join(pairs)
+    return f" {text[:1].upper()}{text[1:]}, so what differs there may be Python's doing as well as torch's."
 
 
 @dataclass
@@ -426,6 +444,7 @@ def review(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS,
         if not sentence:
             out.append((item, None, "its releases' records now agree"))
             continue
+        sentence += python_changed(item, found, values)
         changes = releases.changes(item.snippet, list(item.sections), "cpu", outputs, snippets)
         out.append((item, Highlight(item, sentence, found, changes, item.detail(values) if item.detail else ""), ""))
     return out
