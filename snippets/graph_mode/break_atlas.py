@@ -6,18 +6,31 @@ Every case is a pair of small functions: one that breaks the graph, and its fix.
 is compiled with the "eager" backend (Dynamo only, no Inductor, so it is quick) and
 called once; the graph breaks are what TORCH_LOGS=graph_breaks prints, one message per
 break. The first message of each case is kept as the release printed it, with paths,
-addresses and line numbers taken out. Runs on CUDA when torch sees a GPU, else on
+addresses and line numbers taken out. Then each fix is proven to compute the same: the
+fix, compiled, against the original run eagerly, on the same inputs (outputs,
+gradients, the exception raised, what was printed, logged or warned). A fix that must
+change what the program does says so. Runs on CUDA when torch sees a GPU, else on
 the CPU.
 """
 
+import collections
 import contextlib
 import copy
+import dataclasses
+import datetime
+import functools
+import hashlib
+import inspect
 import io
+import itertools
 import logging
 import os
+import pickle
 import random
 import re
+import sys
 import time
+import typing
 import warnings
 import zlib
 
@@ -27,6 +40,8 @@ import torch
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {"device": device, "atlas_kind": "graph_break"}
 log = logging.getLogger("atlas")
+log.setLevel(logging.INFO)
+config = torch._dynamo.config
 
 
 # --8<-- [start:count]
@@ -43,21 +58,169 @@ class BreakLog(logging.Handler):
             self.messages.append(message)
 
 
-def graph_breaks(fn, args, config):
-    """Compile fn with Dynamo only, call it once, return the break messages."""
+def graph_breaks(fn, args, settings, around=None):
+    """Compile fn with Dynamo only, call it once (through around, the code that
+    calls it, where the fix moved work out of it), return the break messages."""
     torch._dynamo.reset()  # forget what earlier cases compiled
     found = BreakLog()
     dynamo_log = logging.getLogger("torch._dynamo")  # graph_breaks logs under it
     torch._logging.set_logs(graph_breaks=True)  # the switch TORCH_LOGS uses
     dynamo_log.addHandler(found)
     try:
-        with torch._dynamo.config.patch(**config):
-            torch.compile(fn, backend="eager")(*args)
+        with config.patch(**settings):
+            compiled = torch.compile(fn, backend="eager")
+            (around or call)(compiled, *args)
     finally:
         dynamo_log.removeHandler(found)
         torch._logging.set_logs()  # back to the defaults
     return found.messages
+
+
+def call(fn, *args):
+    return fn(*args)
 # --8<-- [end:count]
+
+
+# --8<-- [start:same]
+class Lines(logging.Handler):
+    """Keeps what a logger wrote."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def outcome(program, args, state):
+    """What one call does, all of it: its outputs, the exception it raises, the
+    gradients its backward leaves on the inputs, what it printed, logged and warned,
+    and the state it changed. The random generators start from one seed."""
+    state.reset()
+    torch.manual_seed(0), random.seed(0), np.random.seed(0)
+    printed, logged = io.StringIO(), Lines()
+    log.addHandler(logged)
+    try:
+        with contextlib.redirect_stdout(printed), warnings.catch_warnings(
+                record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                out, raised = program(*args), None
+            except Exception as error:  # compared by its type
+                out, raised = None, type(error).__name__
+            leaves = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+            outs = [t for t in flat(out) if torch.is_tensor(t) and t.requires_grad]
+            if leaves and outs:
+                sum(t.sum() for t in outs).backward()
+    finally:
+        log.removeHandler(logged)
+    ours = [str(w.message) for w in warned if w.filename == __file__]
+    return {"out": out, "raised": raised, "grads": [a.grad for a in leaves],
+            "printed": printed.getvalue(), "logged": logged.lines, "warned": ours,
+            "state": state.read()}
+
+
+def flat(value):
+    if isinstance(value, (list, tuple)):
+        return [v for item in value for v in flat(item)]
+    return [value]
+
+
+def same(a, b):
+    """Equal values: tensors of one dtype, shape, layout and requires_grad, close
+    to float rounding; containers item by item; other objects of one type."""
+    if torch.is_tensor(a) and torch.is_tensor(b):
+        if (a.dtype, a.shape, a.layout, a.requires_grad) != (
+                b.dtype, b.shape, b.layout, b.requires_grad):
+            return False
+        a, b = (t.detach().cpu() for t in (a, b))
+        if a.layout != torch.strided:
+            a, b = a.to_dense(), b.to_dense()
+        if not a.is_floating_point():
+            return torch.equal(a, b)
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (int, float, str, bool, type(None))):
+        return a == b
+    return type(a) is type(b)
+
+
+def fresh(args):  # new leaves where inputs need gradients; the others shared
+    return tuple(a.detach().clone().requires_grad_()
+                 if torch.is_tensor(a) and a.requires_grad else a for a in args)
+
+
+def computes_the_same(broken, fixed, settings, around, probes, state):
+    """The fix, compiled, against the original run eagerly, on each probe's inputs.
+    Returns the parts that differ (none: the fix computes the same)."""
+    torch._dynamo.reset()
+    differs = set()
+    with config.patch(**settings):
+        compiled = torch.compile(fixed, backend="eager")
+        for make in probes:
+            args = make()
+            want = outcome(broken, fresh(args), state)
+            got = outcome(lambda *a: (around or call)(compiled, *a), fresh(args), state)
+            differs |= {part for part in want if not same(want[part], got[part])}
+    return sorted(differs)
+# --8<-- [end:same]
+
+
+class State:
+    """Module-level state a case changes: put back before each run, read after."""
+
+    def __init__(self, reset=lambda: None, read=lambda: None):
+        self.reset, self.read = reset, read
+
+
+def x3():
+    return (torch.randn(3, device=device),)
+
+
+def grad3():
+    return (torch.randn(3, device=device, requires_grad=True),)
+
+
+def scaled(factor, base=x3):  # the same inputs, times factor: other branches
+    return lambda: tuple(a * factor for a in base())
+
+
+def zeros3():
+    return (torch.zeros(3, device=device),)
+
+
+def with_nan():
+    return (torch.tensor([1.0, float("nan"), 3.0], device=device),)
+
+
+def a_view():  # three elements of a storage of ten
+    return (torch.randn(10, device=device)[:3],)
+
+
+BRANCHES = (x3, scaled(-1), scaled(100), zeros3)
+cases = {}
+KINDS = ("rewrite", "move_out", "config", "where_or_cond", "custom_op", "none_needed")
+
+
+def add(name, what, broken, fix, fixed, kind, settings=None, around=None,
+        inputs=x3, probes=(), changes=None, state=None):
+    """A case: what it does, the function that breaks, the fix (in words and as a
+    function), the kind of fix, the config the fix sets, around: the code that calls
+    the compiled fix (where work moved out of it), the inputs of its first call,
+    more inputs the fix is proven on, and what the fix changes, if it must."""
+    assert kind in KINDS and name not in cases, name
+    cases[name] = {"what": what, "broken": broken, "fix": fix, "fixed": fixed,
+                   "kind": kind, "settings": settings or {}, "around": around,
+                   "inputs": inputs, "probes": (inputs, *probes),
+                   "changes": changes, "state": state or State()}
+
+
+def has(*names):  # the config settings this release knows, of those named
+    return {name: value for name, value in names if hasattr(config, name)}
 
 
 # --8<-- [start:cases]
@@ -71,6 +234,10 @@ def if_on_tensor(x):
 def if_on_tensor_fixed(x):
     # Both branches become subgraphs; the choice is made inside the graph.
     return torch.cond(x.sum() > 0, lambda t: t * 2, lambda t: t - 1, (x,))
+
+
+add("if_on_tensor", "if on a tensor's value", if_on_tensor, "torch.cond",
+    if_on_tensor_fixed, "where_or_cond", probes=BRANCHES)
 # --8<-- [end:cases]
 
 
@@ -86,15 +253,78 @@ def while_on_tensor_fixed(x):
     return x / 2**halvings
 
 
+add("while_on_tensor", "while on a tensor's value", while_on_tensor,
+    "compute the loop count as a tensor", while_on_tensor_fixed, "rewrite",
+    probes=BRANCHES)
+
+
 def raise_on_tensor(x):
     if (x > 100).any():
         raise ValueError("too large")
     return x + 1
 
 
-def raise_on_tensor_fixed(x):
-    torch._assert_async((x <= 100).all(), "too large")  # checked on the device
+def plus_one(x):
     return x + 1
+
+
+def check_first(fn, x):  # the check, in Python, before the compiled call
+    if (x > 100).any():
+        raise ValueError("too large")
+    return fn(x)
+
+
+add("raise_on_tensor", "raise if a tensor's value is bad", raise_on_tensor,
+    "check before the call (torch._assert_async raises RuntimeError instead)",
+    plus_one, "move_out", around=check_first, probes=(scaled(1000),))
+
+
+def mask_check(x):  # as Hugging Face models check an attention mask
+    mask = x > 0
+    if (mask == 0).all():
+        raise ValueError("the attention mask masks everything")
+    return x * mask
+
+
+def mask_check_first(fn, x):
+    if ((x > 0) == 0).all():
+        raise ValueError("the attention mask masks everything")
+    return fn(x)
+
+
+add("mask_check", "raise if a mask is all zeros, (mask == 0).all()", mask_check,
+    "check before the call", lambda x: x * (x > 0), "move_out",
+    around=mask_check_first, probes=(zeros3,))
+
+
+def clamp_if(x):
+    if (x > 1).any():
+        x = x.clamp(max=1)
+    return x * 2
+
+
+def clamp_always(x):  # the hint: branchless, a no-op where nothing is above 1
+    return x.clamp(max=1) * 2
+
+
+add("clamp_if", "if any value is too large, clamp", clamp_if,
+    "clamp always (the message's hint: branchless)", clamp_always, "where_or_cond",
+    probes=BRANCHES)
+
+
+def nan_if(x):
+    if torch.isnan(x).any():
+        x = torch.nan_to_num(x)
+    return x + 1
+
+
+def nan_always(x):
+    return torch.nan_to_num(x) + 1
+
+
+add("nan_to_num_if", "if any value is NaN, torch.nan_to_num", nan_if,
+    "torch.nan_to_num always (branchless)", nan_always, "where_or_cond",
+    probes=(with_nan,))
 
 
 def bool_of_tensor(x):
@@ -103,6 +333,10 @@ def bool_of_tensor(x):
 
 def bool_of_tensor_fixed(x):
     return torch.where(x.any(), x * 2, x)
+
+
+add("bool_of_tensor", "bool(tensor)", bool_of_tensor, "torch.where",
+    bool_of_tensor_fixed, "where_or_cond", probes=BRANCHES)
 
 
 def where_by_mask_sum(x):
@@ -115,7 +349,14 @@ def where_by_mask_sum_fixed(x):
     return torch.where((x > 0).sum() > 1, x.relu(), x)
 
 
+add("if_on_count", "if on a count of elements", where_by_mask_sum, "torch.where",
+    where_by_mask_sum_fixed, "where_or_cond", probes=BRANCHES)
+
 # Tensor values as Python numbers.
+CAPTURE = {"capture_scalar_outputs": True}
+SHAPES = {"capture_dynamic_output_shape_ops": True}
+
+
 def item(x):
     return x / x.abs().max().item()
 
@@ -124,12 +365,24 @@ def item_fixed(x):
     return x / x.abs().max()  # stays a tensor
 
 
+add("item", "Tensor.item() as a divisor", item, "keep it a tensor", item_fixed,
+    "rewrite")
+
+
 def item_captured(x):
     return x * x.mean().item()
 
 
+add("item_captured", "Tensor.item() as a scale", item_captured,
+    "capture_scalar_outputs=True", item_captured, "config", CAPTURE)
+
+
 def float_of_tensor(x):
     return x * float(x.mean())
+
+
+add("float_of_tensor", "float(tensor)", float_of_tensor,
+    "capture_scalar_outputs=True", float_of_tensor, "config", CAPTURE)
 
 
 def int_index(x):
@@ -140,6 +393,23 @@ def int_index_fixed(x):
     return x.index_select(0, x.argmax().view(1))[0]  # the index stays a tensor
 
 
+add("int_index", "int(tensor) as an index", int_index, "index with the tensor",
+    int_index_fixed, "rewrite")
+
+
+def size_from_value(x):
+    return x.new_zeros(int(x.abs().sum().ceil()) + 1)
+
+
+def size_first(fn, x):  # the size, a Python int, computed before the call
+    return fn(x, int(x.abs().sum().ceil()) + 1)
+
+
+add("size_from_value", "a new tensor's size from a value, int(x.sum())",
+    size_from_value, "compute the size before the call, pass it in",
+    lambda x, n: x.new_zeros(n), "move_out", around=size_first)
+
+
 def tolist(x):
     return torch.tensor([v * 2 for v in x.tolist()])
 
@@ -148,12 +418,16 @@ def tolist_fixed(x):
     return x * 2
 
 
+add("tolist", "Tensor.tolist() in a comprehension", tolist, "a tensor op",
+    tolist_fixed, "rewrite")
+
+
 def max_of_tolist(x):
     return x * max(x.tolist())
 
 
-def max_of_tolist_fixed(x):
-    return x * x.max()
+add("max_of_tolist", "max() of Tensor.tolist()", max_of_tolist, "Tensor.max()",
+    lambda x: x * x.max(), "rewrite")
 
 
 def sorted_by_tensor(x):
@@ -166,13 +440,25 @@ def sorted_by_tensor_fixed(x):
     return rows.index_select(0, rows.sum(1).argmin().view(1))[0]
 
 
+add("sorted_by_tensor", "sorted() keyed on tensor values", sorted_by_tensor,
+    "stack and argmin", sorted_by_tensor_fixed, "rewrite", probes=BRANCHES[:2])
+
+
 # Shapes that depend on values.
 def nonzero(x):
     return x.nonzero()
 
 
+add("nonzero", "Tensor.nonzero()", nonzero, "capture_dynamic_output_shape_ops=True",
+    nonzero, "config", SHAPES)
+
+
 def boolean_mask(x):
     return x[x > 0]
+
+
+add("boolean_mask", "x[x > 0]", boolean_mask, "capture_dynamic_output_shape_ops=True",
+    boolean_mask, "config", SHAPES)
 
 
 def boolean_mask_sum(x):
@@ -183,19 +469,28 @@ def boolean_mask_sum_fixed(x):
     return torch.where(x > 0, x, 0).sum()  # same sum, fixed shape
 
 
+add("boolean_mask_sum", "x[x > 0].sum()", boolean_mask_sum, "torch.where, same sum",
+    boolean_mask_sum_fixed, "where_or_cond", probes=BRANCHES[1:])
+
+
 def unique(x):
     return torch.unique(x.round())
+
+
+add("unique", "torch.unique", unique, "capture_dynamic_output_shape_ops=True",
+    unique, "config", SHAPES)
 
 
 def len_of_nonzero(x):
     return x * len(x.nonzero())
 
 
-def len_of_nonzero_fixed(x):
-    return x * (x != 0).sum()
+add("len_of_nonzero", "len(x.nonzero())", len_of_nonzero,
+    "count with (x != 0).sum()", lambda x: x * (x != 0).sum(), "rewrite",
+    probes=(zeros3,))
 
 
-# Copies.
+# Copies, user classes.
 def deepcopy_list(x):
     pair = copy.deepcopy([x, x + 1])
     return pair[0] + pair[1]
@@ -206,117 +501,77 @@ def deepcopy_list_fixed(x):
     return pair[0] + pair[1]
 
 
+add("deepcopy_list", "copy.deepcopy of tensors", deepcopy_list, "Tensor.clone()",
+    deepcopy_list_fixed, "rewrite")
 layer = torch.nn.Linear(3, 3).to(device)
-layer_copy = copy.deepcopy(layer)  # copied once, outside the compiled code
 
 
 def deepcopy_module(x):
     return copy.deepcopy(layer)(x)
 
 
-def deepcopy_module_fixed(x):
-    return layer_copy(x)
+def layer_itself(x):
+    return layer(x)
 
 
-# Printing, logging, warnings.
-def print_text(x):
-    print("step")
-    return x + 1
+add("deepcopy_module", "copy.deepcopy of a module", deepcopy_module,
+    "call the module itself: the copy had its weights", layer_itself, "rewrite",
+    changes="Gradients reach the module's own parameters, not a copy's that the "
+            "original threw away.")
 
 
-def print_tensor(x):
-    print(x)
-    return x + 1
+def copy_module(x):
+    return copy.copy(layer)(x)
 
 
-def logger_info(x):
-    log.info("shape %s", tuple(x.shape))
-    return x + 1
+add("copy_module", "copy.copy of a module", copy_module,
+    "call the module itself: a shallow copy shares its parameters", layer_itself,
+    "rewrite")
 
 
-def warn(x):
-    warnings.warn("check the input", stacklevel=1)
-    return x + 1
+@dataclasses.dataclass
+class Settings:
+    factor: float = 2.0
 
 
-def tensor_to_str(x):
-    text = str(x)  # noqa: F841 (built for a message, never used here)
-    return x + 1
+def dataclass_inside(x):
+    return x * Settings().factor
 
 
-def without_message(x):
-    return x + 1
+SETTINGS = Settings()
 
 
-# Builtins and C extensions Dynamo does not trace.
-def time_time(x):
-    started = time.time()  # noqa: F841 (a timer left in a forward)
-    return x + 1
+add("dataclass_inside", "a dataclass made in forward", dataclass_inside,
+    "make it once, outside", lambda x: x * SETTINGS.factor, "move_out")
+Pair = collections.namedtuple("Pair", "first second")
 
 
-def crc32(x):
-    return x + zlib.crc32(b"weights") % 7
+def namedtuple_inside(x):
+    pair = Pair(x, x + 1)
+    return pair.first * pair.second
 
 
-crc = zlib.crc32(b"weights") % 7  # computed once, outside
+add("namedtuple_inside", "a namedtuple made in forward", namedtuple_inside,
+    "none needed", namedtuple_inside, "none_needed")
 
 
-def crc32_fixed(x):
-    return x + crc
+class Config:
+    def __init__(self):
+        self.values = {"scale": 2.0}
+
+    def __getattr__(self, name):  # config.scale reads self.values["scale"]
+        return self.values[name]
 
 
-def getpid(x):
-    return x + os.getpid() % 2
+options = Config()
 
 
-pid = os.getpid() % 2
+def getattr_hook(x):
+    return x * options.scale
 
 
-def getpid_fixed(x):
-    return x + pid
-
-
-def open_file(x):
-    with open(os.devnull) as f:
-        f.read()
-    return x + 1
-
-
-def eval_string(x):
-    return eval("x + 1")
-
-
-def eval_string_fixed(x):
-    return x + 1
-
-
-def globals_store(x):
-    globals()["last_shape"] = tuple(x.shape)
-    return x + 1
-
-
-def globals_store_fixed(x):
-    global last_shape
-    last_shape = tuple(x.shape)  # a plain global store: Dynamo replays it
-    return x + 1
-
-
-def hash_tensor(x):
-    return x + hash(x) % 2
-
-
-def hash_tensor_fixed(x, h):
-    # hash(x) % 2, computed outside: id(x) inside would guard on the tensor's
-    # identity and recompile for every new tensor.
-    return x + h
-
-
-def locals_call(x):
-    return x + len(locals())
-
-
-def locals_call_fixed(x):
-    return x + 1
+add("getattr_hook", "a class with __getattr__", getattr_hook,
+    "read the value directly", lambda x: x * options.values["scale"], "rewrite")
 
 
 def class_inside(x):
@@ -337,10 +592,598 @@ def class_inside_fixed(x):
     return out.y
 
 
+add("class_inside", "a class defined inside", class_inside,
+    "define it at module level", class_inside_fixed, "move_out")
+
+
+def object_output(x):
+    return [x + 1, object()]
+
+
+def object_after(fn, x):  # the object made outside the compiled call
+    return [*fn(x), object()]
+
+
+add("object_output", "an object() among the outputs", object_output,
+    "return tensors; add the object outside", lambda x: [x + 1], "move_out",
+    around=object_after)
+
+
+# Context managers.
+class Timer:
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+
+
+def timer_context(x):
+    with Timer():
+        return x + 1
+
+
+def timed_outside(fn, x):
+    with Timer():
+        return fn(x)
+
+
+add("timer_context", "a timing context manager in forward", timer_context,
+    "enter it around the call", plus_one, "move_out", around=timed_outside)
+
+
+@contextlib.contextmanager
+def section(name):
+    yield name
+
+
+def contextlib_context(x):
+    with section("forward"):
+        return x + 1
+
+
+add("contextlib_context", "a @contextlib.contextmanager", contextlib_context,
+    "none needed", contextlib_context, "none_needed")
+
+
+def no_grad_inside(x):
+    with torch.no_grad():
+        y = x * 2
+    return y + x
+
+
+add("no_grad_inside", "with torch.no_grad() inside", no_grad_inside, "none needed",
+    no_grad_inside, "none_needed", inputs=grad3)
+
+
+def autocast_inside(x):
+    with torch.autocast(device, dtype=torch.bfloat16):
+        return x[:, None] @ x[None, :]
+
+
+add("autocast_inside", "with torch.autocast inside", autocast_inside, "none needed",
+    autocast_inside, "none_needed")
+
+
+# torch.autograd.Function.
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.factor = 2  # a Python value on ctx
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.factor
+
+
+def autograd_function(x):
+    return Double.apply(x)
+
+
+add("autograd_function", "an autograd.Function with a ctx attribute",
+    autograd_function, "none needed", autograd_function, "none_needed", inputs=grad3)
+
+
+class ScaleBySum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = x.sum().item()  # a Python float
+        return x * ctx.scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale
+
+
+class ScaleBySumTensor(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        scale = x.sum()  # kept a tensor
+        ctx.save_for_backward(scale)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        (scale,) = ctx.saved_tensors
+        return grad * scale
+
+
+add("autograd_function_item", "Tensor.item() in an autograd.Function's forward",
+    lambda x: ScaleBySum.apply(x), "keep it a tensor, ctx.save_for_backward",
+    lambda x: ScaleBySumTensor.apply(x), "rewrite", inputs=grad3)
+
+
+class Once(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        return grad * 3
+
+
+add("once_differentiable", "an autograd.Function with once_differentiable",
+    lambda x: Once.apply(x), "none needed", lambda x: Once.apply(x), "none_needed",
+    inputs=grad3)
+
+
+# Exceptions.
+def try_except(x):
+    try:
+        return x + {}["missing"]
+    except KeyError:
+        return x + 1
+
+
+add("try_except", "try/except KeyError", try_except, "none needed", try_except,
+    "none_needed")
+
+
+def stop_iteration(x):
+    return x + next(iter([]), 1)
+
+
+add("stop_iteration", "next() on an exhausted iterator", stop_iteration,
+    "none needed", stop_iteration, "none_needed")
+
+
+# hasattr, getattr, isinstance.
+def hasattr_tensor(x):
+    return x * 2 if hasattr(x, "names") else x
+
+
+add("hasattr_tensor", "hasattr on a tensor", hasattr_tensor, "none needed",
+    hasattr_tensor, "none_needed")
+
+
+def isinstance_parameter(x):
+    return x * 2 if isinstance(x, torch.nn.Parameter) else x + 1
+
+
+add("isinstance_parameter", "isinstance(x, nn.Parameter)", isinstance_parameter,
+    "none needed", isinstance_parameter, "none_needed")
+
+
+# inspect and typing.
+def signature_inside(x):
+    return x + len(inspect.signature(plus_one).parameters)
+
+
+ARITY = len(inspect.signature(plus_one).parameters)
+
+
+add("inspect_signature", "inspect.signature", signature_inside,
+    "compute it once, outside", lambda x: x + ARITY, "move_out")
+
+
+def type_hints(x: torch.Tensor) -> torch.Tensor:
+    return x + len(typing.get_type_hints(type_hints))
+
+
+HINTS = len(typing.get_type_hints(type_hints))
+
+
+add("type_hints", "typing.get_type_hints", type_hints, "compute it once, outside",
+    lambda x: x + HINTS, "move_out")
+
+
+# functools and itertools.
+@functools.lru_cache
+def table_size(n):
+    return n * 2
+
+
+def lru_cache(x):
+    return x * table_size(3)
+
+
+add("lru_cache", "a functools.lru_cache function", lru_cache, "none needed",
+    lru_cache, "none_needed")
+
+
+class Blend(torch.nn.Module):
+    def mix(self, x, weight):
+        return x * weight
+
+    def forward(self, x):
+        return functools.partial(self.mix, weight=0.5)(x)
+
+
+blend = Blend()
+
+
+add("partial_method", "functools.partial of a method", lambda x: blend(x),
+    "none needed", lambda x: blend(x), "none_needed")
+
+
+def itertools_product(x):
+    return sum(x * a * b for a, b in itertools.product([1, 2], [3, 4]))
+
+
+add("itertools_product", "itertools.product", itertools_product, "none needed",
+    itertools_product, "none_needed")
+
+
+def defaultdict_inside(x):
+    groups = collections.defaultdict(list)
+    groups["a"].append(x)
+    return groups["a"][0] + 1
+
+
+add("defaultdict", "collections.defaultdict", defaultdict_inside, "none needed",
+    defaultdict_inside, "none_needed")
+
+
+def set_of_tensors(x):
+    return x + len({x, x + 1})
+
+
+add("set_of_tensors", "a set of tensors", set_of_tensors, "none needed",
+    set_of_tensors, "none_needed")
+
+
+def filter_builtin(x):
+    return sum(filter(lambda t: t is not None, [x, None, x]))
+
+
+add("filter_builtin", "filter() over tensors", filter_builtin, "none needed",
+    filter_builtin, "none_needed")
+
+
+# Printing, logging, warnings, text.
+REORDER = {"reorderable_logging_functions": {print}}
+
+
+def print_text(x):
+    print("step")
+    return x + 1
+
+
+add("print_text", "print('...')", print_text,
+    "reorderable_logging_functions={print}: printed after the graph", print_text,
+    "config", REORDER)
+
+
+def print_tensor(x):
+    print(x)
+    return x + 1
+
+
+add("print_tensor", "print(tensor)", print_tensor,
+    "reorderable_logging_functions={print} (a tensor changed later prints changed)",
+    print_tensor, "config", REORDER)
+
+
+def print_then_mutate(x):
+    y = x + 1
+    print(y)
+    y.mul_(2)
+    return y
+
+
+add("print_then_mutate", "print(tensor), then the tensor changed in place",
+    print_then_mutate, "reorderable_logging_functions={print}", print_then_mutate,
+    "config", REORDER,
+    changes="The print runs after the graph, so it shows the tensor as the graph "
+            "left it, doubled (the config's own caveat).")
+
+
+def logger_info(x):
+    log.info("shape %s", tuple(x.shape))
+    return x + 1
+
+
+def log_first(fn, x):
+    log.info("shape %s", tuple(x.shape))
+    return fn(x)
+
+
+IGNORE = has(("ignore_logging_functions", {log.info}),
+             ("ignore_logger_methods", {log.info}))
+add("logger_info", "logging.Logger.info", logger_info,
+    "ignore_logging_functions={log.info}" if IGNORE else "log before the call",
+    logger_info if IGNORE else plus_one, "config" if IGNORE else "move_out",
+    dict(list(IGNORE.items())[:1]), around=None if IGNORE else log_first,
+    changes="The line is not logged: the config skips the call." if IGNORE else None)
+
+
+def logger_outside(x):
+    log.info("shape %s", tuple(x.shape))
+    return x + 1
+
+
+add("logger_outside", "logging.Logger.info, kept", logger_outside,
+    "log before the call", plus_one, "move_out", around=log_first)
+
+
+def warn(x):
+    warnings.warn("check the input", stacklevel=1)
+    return x + 1
+
+
+def warn_first(fn, x):
+    warnings.warn("check the input", stacklevel=1)
+    return fn(x)
+
+
+add("warnings_warn", "warnings.warn", warn, "warn before the call", plus_one,
+    "move_out", around=warn_first)
+
+
+def str_of_tensor(x):
+    text = str(x)  # noqa: F841 (built for a message, never used here)
+    return x + 1
+
+
+add("str_of_tensor", "str(tensor)", str_of_tensor, "format outside", plus_one,
+    "move_out")
+
+
+def repr_of_tensor(x):
+    text = repr(x)  # noqa: F841
+    return x + 1
+
+
+add("repr_of_tensor", "repr(tensor)", repr_of_tensor, "format outside", plus_one,
+    "move_out")
+
+
+def fstring_of_tensor(x):
+    text = f"value {x}"  # noqa: F841
+    return x + 1
+
+
+add("fstring_of_tensor", "an f-string of a tensor", fstring_of_tensor,
+    "format outside", plus_one, "move_out")
+
+
+def percent_of_tensor(x):
+    text = "value %s" % x  # noqa: F841, UP031
+    return x + 1
+
+
+add("percent_of_tensor", "'%s' % tensor", percent_of_tensor, "format outside",
+    plus_one, "move_out")
+
+
+def forward_hook(module, args):
+    print("forward")
+
+
+hooked = torch.nn.Linear(3, 3).to(device)
+hooked.register_forward_pre_hook(forward_hook)
+
+
+def forward_hook_prints(x):
+    return hooked(x)
+
+
+def hook_outside(fn, x):  # the hook's print, in the caller
+    print("forward")
+    return fn(x)
+
+
+add("forward_hook_print", "a forward hook that prints", forward_hook_prints,
+    "print in the caller; call the layer without its hook", lambda x: torch.nn.
+    functional.linear(x, hooked.weight, hooked.bias), "move_out", around=hook_outside)
+add("forward_hook_print_reordered", "a forward hook that prints, print reordered",
+    forward_hook_prints, "reorderable_logging_functions={print}", forward_hook_prints,
+    "config", REORDER,
+    changes="Where the record says it differs, the hook's print did not run at all.")
+
+
+# Builtins, the standard library, C extensions.
+def time_time(x):
+    started = time.time()  # noqa: F841 (a timer left in a forward)
+    return x + 1
+
+
+def time_around(fn, x):
+    started = time.time()  # noqa: F841
+    return fn(x)
+
+
+add("time_time", "time.time()", time_time, "time around the call", plus_one,
+    "move_out", around=time_around)
+
+
+now = datetime.datetime.now  # (torch 2.11 crashes on datetime.datetime.now() inside)
+
+
+def datetime_now(x):
+    stamp = now()  # noqa: F841
+    return x + 1
+
+
+add("datetime_now", "datetime.datetime.now()", datetime_now, "call it outside",
+    plus_one, "move_out")
+
+
+def crc32(x):
+    return x + zlib.crc32(b"weights") % 7
+
+
+CRC = zlib.crc32(b"weights") % 7  # of a constant: computed once, outside
+
+
+add("zlib_crc32", "a C extension of a constant (zlib.crc32)", crc32,
+    "compute it once, outside", lambda x: x + CRC, "move_out")
+
+
+def checksum(x):  # a C extension reading the tensor's bytes
+    return x + zlib.crc32(x.detach().cpu().numpy().tobytes()) % 7
+
+
+@torch.library.custom_op("atlas::checksum", mutates_args=())
+def checksum_op(x: torch.Tensor) -> torch.Tensor:
+    crc = zlib.crc32(x.detach().cpu().numpy().tobytes()) % 7
+    return torch.tensor(crc, device=x.device)
+
+
+@checksum_op.register_fake
+def _(x):
+    return x.new_empty((), dtype=torch.int64)
+
+
+add("c_extension", "a C extension of a tensor's bytes (zlib.crc32)", checksum,
+    "wrap it in a torch.library.custom_op", lambda x: x + checksum_op(x),
+    "custom_op")
+
+
+def md5(x):
+    return x + int(hashlib.md5(b"weights").hexdigest(), 16) % 7
+
+
+MD5 = int(hashlib.md5(b"weights").hexdigest(), 16) % 7
+
+
+add("hashlib_md5", "hashlib.md5", md5, "compute it once, outside",
+    lambda x: x + MD5, "move_out")
+
+
+def pickle_dumps(x):
+    return x + len(pickle.dumps({"lr": 0.1})) % 5
+
+
+PICKLED = len(pickle.dumps({"lr": 0.1})) % 5
+
+
+add("pickle_dumps", "pickle.dumps", pickle_dumps, "compute it once, outside",
+    lambda x: x + PICKLED, "move_out")
+
+
+def getpid(x):
+    return x + os.getpid() % 2
+
+
+def pid_first(fn, x):  # read at every call: right after a fork too
+    return fn(x, os.getpid() % 2)
+
+
+add("os_getpid", "os.getpid()", getpid, "read it at the call, pass it in",
+    lambda x, pid: x + pid, "move_out", around=pid_first)
+
+
+def recursion_limit(x):
+    return x + sys.getrecursionlimit() % 3
+
+
+add("sys_call", "sys.getrecursionlimit()", recursion_limit, "none needed",
+    recursion_limit, "none_needed")
+
+
+def distributed_rank(x):
+    dist = torch.distributed
+    rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    return x + rank
+
+
+add("distributed_rank", "torch.distributed.is_initialized() and get_rank()",
+    distributed_rank, "none needed", distributed_rank, "none_needed")
+
+
+def open_file(x):
+    with open(os.devnull) as f:
+        f.read()
+    return x + 1
+
+
+add("open_file", "open() a file", open_file, "read outside", plus_one, "move_out")
+
+
+def eval_string(x):
+    return eval("x + 1")
+
+
+add("eval_string", "eval()", eval_string, "write the expression", plus_one,
+    "rewrite")
+
+
+def globals_store(x):
+    globals()["last_shape"] = tuple(x.shape)
+    return x + 1
+
+
+def globals_store_fixed(x):
+    global last_shape
+    last_shape = tuple(x.shape)  # a plain global store: Dynamo replays it
+    return x + 1
+
+
+def _forget_shape():
+    globals()["last_shape"] = None
+
+
+add("globals_store", "globals()[name] = ...", globals_store, "a global statement",
+    globals_store_fixed, "rewrite",
+    state=State(_forget_shape, lambda: globals().get("last_shape")))
+
+
+def hash_tensor(x):
+    return x + hash(x) % 2
+
+
+def hash_first(fn, x):
+    # hash(x) % 2, computed outside: id(x) inside would guard on the tensor's
+    # identity and recompile for every new tensor.
+    return fn(x, hash(x) % 2)
+
+
+add("hash_tensor", "hash(tensor)", hash_tensor, "hash outside, pass it in",
+    lambda x, h: x + h, "move_out", around=hash_first)
+
+
+def data_ptr(x):
+    return x + x.data_ptr() % 2
+
+
+def pointer_first(fn, x):
+    return fn(x, x.data_ptr() % 2)
+
+
+add("data_ptr", "Tensor.data_ptr()", data_ptr, "read it outside, pass it in",
+    lambda x, p: x + p, "move_out", around=pointer_first)
+
+
+def locals_call(x):
+    return x + len(locals())
+
+
+add("locals_call", "locals()", locals_call, "name the variables", plus_one,
+    "rewrite")
+
+
 def string_io(x):
     buf = io.StringIO()
     buf.write("step")
     return x + 1
+
+
+add("string_io", "io.StringIO", string_io, "write outside", plus_one, "move_out")
 
 
 def torch_save(x):
@@ -348,21 +1191,51 @@ def torch_save(x):
     return x + 1
 
 
+add("torch_save", "torch.save inside", torch_save, "save outside", plus_one,
+    "move_out")
+
+
 # Randomness and global state.
 def random_random(x):
     return x * random.random()
 
 
-def random_random_fixed(x):
-    return x * torch.rand(())  # torch's generator: traced
+def random_first(fn, x):  # the same draw from the same stream, made outside
+    return fn(x, random.random())
+
+
+def times(x, value):
+    return x * value
+
+
+add("random_random", "random.random()", random_random, "draw it outside, pass it in",
+    times, "move_out", around=random_first)
 
 
 def numpy_random(x):
     return x * np.random.rand()
 
 
-def numpy_random_fixed(x):
-    return x * torch.rand((), device=x.device)
+def numpy_first(fn, x):
+    return fn(x, np.random.rand())
+
+
+add("numpy_random", "np.random.rand()", numpy_random, "draw it outside, pass it in",
+    times, "move_out", around=numpy_first)
+noise = torch.Generator(device=device)
+
+
+def generator_draw(x):
+    return x + torch.rand(3, generator=noise, device=device)
+
+
+def generator_first(fn, x):
+    return fn(x, torch.rand(3, generator=noise, device=device))
+
+
+add("torch_generator", "torch.rand(generator=g)", generator_draw,
+    "draw it outside, pass it in", lambda x, r: x + r, "move_out",
+    around=generator_first, state=State(lambda: noise.manual_seed(0)))
 
 
 def manual_seed(x):
@@ -370,13 +1243,27 @@ def manual_seed(x):
     return x + torch.rand(3, device=x.device)
 
 
-def manual_seed_fixed(x):
-    return x + torch.rand(3, device=x.device)  # seeded before the call
+def seed_first(fn, x):
+    torch.manual_seed(0)
+    return fn(x)
+
+
+add("manual_seed", "torch.manual_seed inside", manual_seed, "seed before the call",
+    lambda x: x + torch.rand(3, device=x.device), "move_out", around=seed_first)
 
 
 def set_threads(x):
     torch.set_num_threads(torch.get_num_threads())
     return x + 1
+
+
+def threads_first(fn, x):
+    torch.set_num_threads(torch.get_num_threads())
+    return fn(x)
+
+
+add("set_num_threads", "torch.set_num_threads inside", set_threads,
+    "set it before the call", plus_one, "move_out", around=threads_first)
 
 
 # NumPy.
@@ -385,20 +1272,31 @@ def numpy_interp(x):
     return torch.from_numpy(y).to(x.device)
 
 
-def numpy_interp_fixed(x):
-    return x.clamp(0, 1) * 10  # np.interp on [0, 1] -> [0, 10], in torch ops
+add("numpy_interp", "a NumPy function torch._numpy lacks", numpy_interp,
+    "the same in torch ops, in float64 as np.interp",
+    lambda x: x.double().clamp(0, 1) * 10, "rewrite")
 
 
 def numpy_tobytes(x):
     return x + len(x.cpu().numpy().tobytes())
 
 
-def numpy_tobytes_fixed(x):
-    return x + x.numel() * x.element_size()
+add("numpy_tobytes", "ndarray.tobytes()", numpy_tobytes,
+    "numel() * element_size() (the bytes of the values)",
+    lambda x: x + x.numel() * x.element_size(), "rewrite")
 
 
 def untyped_storage(x):
     return x + x.untyped_storage().nbytes()
+
+
+def storage_first(fn, x):  # the storage's bytes: a view's storage is larger
+    return fn(x, x.untyped_storage().nbytes())
+
+
+add("untyped_storage", "Tensor.untyped_storage()", untyped_storage,
+    "read it outside, pass it in", lambda x, n: x + n, "move_out",
+    around=storage_first, probes=(a_view,))
 
 
 # Skipped on purpose.
@@ -421,8 +1319,8 @@ def _(x):
     return torch.empty_like(x)
 
 
-def calls_disabled_fixed(x):
-    return double_op(x) + 1
+add("compiler_disable", "a torch.compiler.disable'd call", calls_disabled,
+    "a custom_op", lambda x: double_op(x) + 1, "custom_op")
 
 
 def explicit_break(x):
@@ -430,15 +1328,31 @@ def explicit_break(x):
     return x + 1
 
 
+add("explicit_graph_break", "torch._dynamo.graph_break()", explicit_break,
+    "remove it", plus_one, "rewrite")
+
+
 # Autograd inside the compiled function.
+TRACE_AUTOGRAD = has(("trace_autograd_ops", True))
+
+
 def backward_inside(x):
     loss = (x * 2).sum()
     loss.backward()
     return x.grad
 
 
-def backward_inside_fixed(x):
-    return (x * 2).sum()  # compile the loss; call .backward() outside
+def backward_after(fn, x):
+    fn(x).backward()
+    return x.grad
+
+
+add("backward_inside", "loss.backward() inside", backward_inside,
+    "trace_autograd_ops=True" if TRACE_AUTOGRAD else
+    "compile the loss, backward outside",
+    backward_inside if TRACE_AUTOGRAD else lambda x: (x * 2).sum(),
+    "config" if TRACE_AUTOGRAD else "move_out", TRACE_AUTOGRAD,
+    around=None if TRACE_AUTOGRAD else backward_after, inputs=grad3)
 
 
 def autograd_grad(x):
@@ -446,13 +1360,26 @@ def autograd_grad(x):
     return torch.autograd.grad(loss, x)[0]
 
 
+add("autograd_grad", "torch.autograd.grad inside", autograd_grad,
+    "trace_autograd_ops=True", autograd_grad, "config", TRACE_AUTOGRAD, inputs=grad3)
+
+
 def requires_grad_inside(x):
     y = x.detach().requires_grad_()
     return y * 2
 
 
-def requires_grad_inside_fixed(x):
-    return x * 2  # x arrives with requires_grad set outside
+def leaf_first(fn, x):
+    return fn(x.detach().requires_grad_())
+
+
+def double(x):
+    return x * 2
+
+
+add("requires_grad_inside", "Tensor.requires_grad_() inside", requires_grad_inside,
+    "make the leaf before the call", double, "move_out", around=leaf_first,
+    inputs=grad3)
 
 
 def parameter_inside(x):
@@ -460,50 +1387,38 @@ def parameter_inside(x):
     return p * 2
 
 
-weight = torch.nn.Parameter(torch.ones(3, device=device))
+def parameter_first(fn, x):
+    return fn(torch.nn.Parameter(x.detach()))
 
 
-def parameter_inside_fixed(x):
-    return weight * x  # made once, in __init__ or at module level
-
-
-# Hooks and modules.
-hooked = torch.nn.Linear(3, 3).to(device)
-hooked.register_forward_pre_hook(lambda module, args: print("forward"))
-
-
-def forward_hook_prints(x):
-    return hooked(x)
-
-
-quiet = torch.nn.Linear(3, 3).to(device)
-quiet.register_forward_pre_hook(lambda module, args: None)
-
-
-def forward_hook_prints_fixed(x):
-    return quiet(x)
-
-
+add("parameter_inside", "nn.Parameter() made inside", parameter_inside,
+    "make it before the call, pass it in", double, "move_out",
+    around=parameter_first, inputs=grad3)
 backward_hooked = torch.nn.Linear(3, 3).to(device)
-backward_hooked.register_full_backward_hook(lambda module, gin, gout: None)
+seen = []
+backward_hooked.register_full_backward_hook(
+    lambda module, grad_in, grad_out: seen.append(grad_out[0].detach().clone()))
 
 
 def module_backward_hook(x):
     return backward_hooked(x)
 
 
-def module_backward_hook_fixed(x):
-    y = quiet(x)
-    y.register_hook(lambda grad: grad)  # a tensor hook instead: traced
-    return y
-
-
+add("module_backward_hook", "a module's full backward hook", module_backward_hook,
+    "compiled_autograd=True (the message's hint)", module_backward_hook, "config",
+    {"compiled_autograd": True}, inputs=grad3,
+    state=State(seen.clear, lambda: list(seen)))
 counter = {"calls": 0}
 
 
 def mutate_global(x):
     counter["calls"] += 1  # a side effect Dynamo replays after the graph
     return x + counter["calls"]
+
+
+add("mutate_global", "mutating a global dict", mutate_global, "none needed",
+    mutate_global, "none_needed",
+    state=State(lambda: counter.update(calls=0), lambda: counter["calls"]))
 
 
 class Counting(torch.nn.Module):
@@ -523,15 +1438,21 @@ def mutate_module_attribute(x):
     return counting(x)
 
 
-# Tensors Dynamo cannot wrap, values it cannot return.
+add("mutate_module_attribute", "self.calls += 1 in forward", mutate_module_attribute,
+    "none needed", mutate_module_attribute, "none_needed",
+    state=State(lambda: setattr(counting, "calls", 0), lambda: counting.calls))
+
+
+# Tensors Dynamo cannot wrap.
 def resize_inside(x):
     y = x.clone()
     y.resize_(6)
     return y
 
 
-def resize_inside_fixed(x):
-    return torch.cat([x, x.new_zeros(3)])
+add("resize_inside", "Tensor.resize_()", resize_inside, "torch.cat a new tensor",
+    lambda x: torch.cat([x, x.new_zeros(3)]), "rewrite",
+    changes="resize_ leaves the new elements uninitialised; the fix sets them to 0.")
 
 
 def apply_inside(x):
@@ -539,32 +1460,28 @@ def apply_inside(x):
     return x.to("cpu", copy=True).apply_(lambda v: v * 2).to(x.device)
 
 
-def apply_inside_fixed(x):
-    return x * 2
+add("apply_inside", "Tensor.apply_(python function)", apply_inside,
+    "a vectorised op", double, "rewrite")
 
 
 def to_sparse(x):
     return x.to_sparse() * 2
 
 
-def to_sparse_fixed(x):
-    return x * 2  # stay dense inside; convert outside
+def sparse_after(fn, x):
+    return fn(x).to_sparse()
 
 
-def object_output(x):
-    return [x + 1, object()]
-
-
-def object_output_fixed(x):
-    return [x + 1]
+add("to_sparse", "a sparse tensor", to_sparse, "stay dense inside, convert after",
+    double, "move_out", around=sparse_after)
 
 
 def generator_outside(x):
     return x + next(numbers)
 
 
-def generator_outside_fixed(x, n):
-    return x + n  # the next value, passed in
+def next_first(fn, x):
+    return fn(x, next(numbers))
 
 
 def _count():
@@ -575,165 +1492,8 @@ def _count():
 numbers = _count()
 
 
-def x3():
-    return (torch.randn(3, device=device),)
-
-
-def grad3():
-    return (torch.randn(3, device=device, requires_grad=True),)
-
-
-def with_next():
-    return (torch.randn(3, device=device), 1)
-
-
-def with_hash():
-    x = torch.randn(3, device=device)
-    return (x, hash(x) % 2)
-
-
-CAPTURE = {"capture_scalar_outputs": True}
-SHAPES = {"capture_dynamic_output_shape_ops": True}
-REORDER = {"reorderable_logging_functions": {print}}
-AUTOGRAD = {"trace_autograd_ops": True} if hasattr(
-    torch._dynamo.config, "trace_autograd_ops") else {}
-# name: (what, broken, fix, fixed, config of the fix, kind of fix: a rewrite,
-# torch.where or torch.cond, a config, moving it out of the compiled code, a custom op)
-cases = {
-    "if_on_tensor": ("if on a tensor's value", if_on_tensor,
-                     "torch.cond", if_on_tensor_fixed, {}, "where_or_cond"),
-    "while_on_tensor": ("while on a tensor's value", while_on_tensor,
-                        "compute the loop count as a tensor", while_on_tensor_fixed, {},
-                        "rewrite"),
-    "raise_on_tensor": ("raise if a tensor's value is bad", raise_on_tensor,
-                        "torch._assert_async", raise_on_tensor_fixed, {}, "rewrite"),
-    "bool_of_tensor": ("bool(tensor)", bool_of_tensor,
-                       "torch.where", bool_of_tensor_fixed, {},
-                       "where_or_cond"),
-    "if_on_count": ("if on a count of elements", where_by_mask_sum,
-                    "torch.where", where_by_mask_sum_fixed, {},
-                    "where_or_cond"),
-    "item": ("Tensor.item() as a divisor", item, "keep it a tensor", item_fixed, {},
-             "rewrite"),
-    "item_captured": ("Tensor.item() as a scale", item_captured,
-                      "capture_scalar_outputs=True", item_captured, CAPTURE, "config"),
-    "float_of_tensor": ("float(tensor)", float_of_tensor,
-                        "capture_scalar_outputs=True", float_of_tensor, CAPTURE,
-                        "config"),
-    "int_index": ("int(tensor) as an index", int_index, "index with the tensor",
-                  int_index_fixed, {}, "rewrite"),
-    "tolist": ("Tensor.tolist() in a comprehension", tolist, "a tensor op",
-               tolist_fixed, {}, "rewrite"),
-    "max_of_tolist": ("max() of Tensor.tolist()", max_of_tolist, "Tensor.max()",
-                      max_of_tolist_fixed, {}, "rewrite"),
-    "sorted_by_tensor": ("sorted() keyed on tensor values", sorted_by_tensor,
-                         "stack and argmin", sorted_by_tensor_fixed, {}, "rewrite"),
-    "nonzero": ("Tensor.nonzero()", nonzero, "capture_dynamic_output_shape_ops=True",
-                nonzero, SHAPES, "config"),
-    "boolean_mask": ("x[x > 0]", boolean_mask, "capture_dynamic_output_shape_ops=True",
-                     boolean_mask, SHAPES, "config"),
-    "boolean_mask_sum": ("x[x > 0].sum()", boolean_mask_sum, "torch.where, same sum",
-                         boolean_mask_sum_fixed, {}, "where_or_cond"),
-    "unique": ("torch.unique", unique, "capture_dynamic_output_shape_ops=True",
-               unique, SHAPES, "config"),
-    "len_of_nonzero": ("len(x.nonzero())", len_of_nonzero, "count with (x != 0).sum()",
-                       len_of_nonzero_fixed, {}, "rewrite"),
-    "deepcopy_list": ("copy.deepcopy of tensors", deepcopy_list, "Tensor.clone()",
-                      deepcopy_list_fixed, {}, "rewrite"),
-    "deepcopy_module": ("copy.deepcopy of a module", deepcopy_module,
-                        "copy once, outside", deepcopy_module_fixed, {},
-                        "move_out"),
-    "print_text": ("print('...')", print_text,
-                   "reorderable_logging_functions={print}", print_text, REORDER,
-                   "config"),
-    "print_tensor": ("print(tensor)", print_tensor,
-                     "reorderable_logging_functions={print}", print_tensor, REORDER,
-                     "config"),
-    "logger_info": ("logging.Logger.info", logger_info, "log outside",
-                    without_message, {}, "move_out"),
-    "warnings_warn": ("warnings.warn", warn, "warn outside", without_message, {},
-                      "move_out"),
-    "str_of_tensor": ("str(tensor)", tensor_to_str, "format outside", without_message,
-                      {}, "move_out"),
-    "time_time": ("time.time()", time_time, "time outside", without_message, {},
-                  "move_out"),
-    "zlib_crc32": ("a C extension (zlib.crc32)", crc32, "compute it once, outside",
-                   crc32_fixed, {}, "move_out"),
-    "os_getpid": ("os.getpid()", getpid, "compute it once, outside", getpid_fixed, {},
-                  "move_out"),
-    "open_file": ("open() a file", open_file, "read outside", without_message, {},
-                  "move_out"),
-    "eval_string": ("eval()", eval_string, "write the expression", eval_string_fixed,
-                    {}, "rewrite"),
-    "globals_store": ("globals()[name] = ...", globals_store, "a global statement",
-                      globals_store_fixed, {}, "rewrite"),
-    "hash_tensor": ("hash(tensor)", hash_tensor, "hash outside, pass it in",
-                    hash_tensor_fixed, {}, "move_out"),
-    "locals_call": ("locals()", locals_call, "name the variables", locals_call_fixed,
-                    {}, "rewrite"),
-    "class_inside": ("a class defined inside", class_inside,
-                     "define it at module level", class_inside_fixed, {},
-                     "move_out"),
-    "string_io": ("io.StringIO", string_io, "write outside", without_message, {},
-                  "move_out"),
-    "torch_save": ("torch.save inside", torch_save, "save outside", without_message, {},
-                   "move_out"),
-    "random_random": ("random.random()", random_random, "torch.rand",
-                      random_random_fixed, {}, "rewrite"),
-    "numpy_random": ("np.random.rand()", numpy_random, "torch.rand", numpy_random_fixed,
-                     {}, "rewrite"),
-    "manual_seed": ("torch.manual_seed inside", manual_seed, "seed before the call",
-                    manual_seed_fixed, {}, "move_out"),
-    "set_num_threads": ("torch.set_num_threads inside", set_threads, "set it outside",
-                        without_message, {}, "move_out"),
-    "numpy_interp": ("a NumPy function torch._numpy lacks", numpy_interp,
-                     "the same in torch ops", numpy_interp_fixed, {}, "rewrite"),
-    "numpy_tobytes": ("ndarray.tobytes()", numpy_tobytes, "numel() * element_size()",
-                      numpy_tobytes_fixed, {}, "rewrite"),
-    "untyped_storage": ("Tensor.untyped_storage()", untyped_storage,
-                        "numel() * element_size()", numpy_tobytes_fixed, {}, "rewrite"),
-    "compiler_disable": ("a torch.compiler.disable'd call", calls_disabled,
-                         "a custom_op", calls_disabled_fixed, {}, "custom_op"),
-    "explicit_graph_break": ("torch._dynamo.graph_break()", explicit_break, "remove it",
-                             without_message, {}, "rewrite"),
-    "backward_inside": ("loss.backward() inside", backward_inside,
-                        "compile the loss, backward outside", backward_inside_fixed, {},
-                        "move_out"),
-    "autograd_grad": ("torch.autograd.grad inside", autograd_grad,
-                      "trace_autograd_ops=True", autograd_grad, AUTOGRAD, "config"),
-    "requires_grad_inside": ("Tensor.requires_grad_() inside", requires_grad_inside,
-                             "set it on the input, outside", requires_grad_inside_fixed,
-                             {}, "move_out"),
-    "parameter_inside": ("nn.Parameter() made inside", parameter_inside,
-                         "make it once, outside", parameter_inside_fixed, {},
-                         "move_out"),
-    "forward_hook_print": ("a forward hook that prints", forward_hook_prints,
-                           "a hook without print", forward_hook_prints_fixed, {},
-                           "rewrite"),
-    "module_backward_hook": ("a module's full backward hook", module_backward_hook,
-                             "a tensor hook", module_backward_hook_fixed, {},
-                             "rewrite"),
-    "mutate_global": ("mutating a global dict", mutate_global, "none needed",
-                      mutate_global, {}, "none_needed"),
-    "mutate_module_attribute": ("self.calls += 1 in forward", mutate_module_attribute,
-                                "none needed", mutate_module_attribute, {},
-                                "none_needed"),
-    "resize_inside": ("Tensor.resize_()", resize_inside, "torch.cat a new tensor",
-                      resize_inside_fixed, {}, "rewrite"),
-    "apply_inside": ("Tensor.apply_(python function)", apply_inside,
-                     "a vectorised op", apply_inside_fixed, {}, "rewrite"),
-    "to_sparse": ("a sparse tensor", to_sparse, "stay dense inside", to_sparse_fixed,
-                  {}, "move_out"),
-    "object_output": ("an object() among the outputs", object_output,
-                      "return tensors only", object_output_fixed, {}, "rewrite"),
-    "generator_outside": ("next() on a generator made outside", generator_outside,
-                          "pass the value in", generator_outside_fixed, {},
-                          "move_out"),
-}
-inputs = {"backward_inside": grad3, "autograd_grad": grad3,
-          "requires_grad_inside": grad3, "module_backward_hook": grad3,
-          "int_index": x3}
-fixed_inputs = {"generator_outside": with_next, "hash_tensor": with_hash}
+add("generator_outside", "next() on a generator made outside", generator_outside,
+    "pass the value in", lambda x, n: x + n, "move_out", around=next_first)
 
 
 def first_message(messages):
@@ -759,6 +1519,7 @@ def first_message(messages):
     return re.sub(r"\bline \d+\b", "line <n>", text)
 
 
+SKIPPED = "Failed to handle graph break gracefully"  # a frame left uncompiled
 torch.manual_seed(0)
 atlas = {}
 quiet_output = contextlib.redirect_stdout(io.StringIO())  # what the cases print
@@ -766,26 +1527,35 @@ quiet_output = contextlib.redirect_stdout(io.StringIO())  # what the cases print
 quiet_log = contextlib.redirect_stderr(io.StringIO())
 with quiet_output, quiet_log, warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    for name, (what, broken, fix, fixed, config, kind) in cases.items():
-        args = inputs.get(name, x3)()
-        before = graph_breaks(broken, args, {})
+    for name, c in cases.items():
+        try:
+            before, crashed = graph_breaks(c["broken"], c["inputs"](), {}), None
+        except Exception as error:  # Dynamo itself failed: a bug to report
+            before, crashed = [], type(error).__name__
         message = first_message(before)
         found = re.search(r"/gb/gb(\d{4})\.html", message)
-        make = fixed_inputs.get(name, inputs.get(name, x3))
-        after = graph_breaks(fixed, make(), config)
-        atlas[name] = {"what": what, "id": f"GB{found.group(1)}" if found else None,
-                       "message": message, "before": len(before), "fix": fix,
-                       "fix_kind": kind, "after": len(after)}
+        after = graph_breaks(c["fixed"], c["inputs"](), c["settings"], c["around"])
+        differs = computes_the_same(c["broken"], c["fixed"], c["settings"],
+                                    c["around"], c["probes"], c["state"])
+        gb = f"GB{found.group(1)}" if found else None
+        atlas[name] = {"what": c["what"], "id": gb, "message": message,
+                       "before": len(before),
+                       "skipped": any(SKIPPED in m for m in before),
+                       "crashed": crashed,
+                       "fix": c["fix"], "fix_kind": c["kind"], "after": len(after),
+                       "same": not differs, "differs": differs,
+                       "changes": c["changes"], "probes": len(c["probes"])}
 
 # --8<-- [start:table]
 width = max(len(name) for name in atlas)
-print(f"{'case':<{width}} {'breaks':>6} {'fixed':>5}  id      what breaks")
+print(f"{'case':<{width}} {'breaks':>6} {'fixed':>5} {'same':>4}  id      what breaks")
 for name, entry in atlas.items():
     # The break's type: the first line that is not a preamble.
     lines = [line for line in entry["message"].splitlines()
-             if not line.startswith(("Encountered graph break", "Failed to handle"))]
+             if not line.startswith(("Encountered graph break", SKIPPED))]
     gist = lines[0] if lines else "(no break)"
-    print(f"{name:<{width}} {entry['before']:>6} {entry['after']:>5}  "
+    same_text = "yes" if entry["same"] else "no"
+    print(f"{name:<{width}} {entry['before']:>6} {entry['after']:>5} {same_text:>4}  "
           f"{entry['id'] or '-':<7} {gist[:60]}")
 # --8<-- [end:table]
 results["atlas"] = atlas
@@ -793,6 +1563,10 @@ results["cases"] = len(atlas)
 results["breaking"] = sum(entry["before"] > 0 for entry in atlas.values())
 results["fixed"] = sum(entry["before"] > 0 and entry["after"] == 0
                        for entry in atlas.values())
+results["ids"] = sorted({entry["id"] for entry in atlas.values() if entry["id"]})
+results["same"] = sum(entry["same"] for entry in atlas.values())
+results["changed"] = sorted(name for name, entry in atlas.items() if entry["changes"])
+results["skipped"] = sorted(name for name, entry in atlas.items() if entry["skipped"])
 kinds = {}
 for entry in atlas.values():
     if entry["before"]:
@@ -806,9 +1580,9 @@ fullgraph = {}
 for name in ("item", "nonzero", "if_on_tensor"):
     torch._dynamo.reset()
     try:
-        torch.compile(cases[name][1], backend="eager", fullgraph=True)(*x3())
-        outcome = "compiled"
+        torch.compile(cases[name]["broken"], backend="eager", fullgraph=True)(*x3())
+        outcome_name = "compiled"
     except Exception as error:  # what fullgraph=True raises at the first break
-        outcome = type(error).__name__
-    fullgraph[name] = outcome
+        outcome_name = type(error).__name__
+    fullgraph[name] = outcome_name
 results["fullgraph"] = fullgraph

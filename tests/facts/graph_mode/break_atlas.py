@@ -5,13 +5,23 @@ import re
 
 from facts import check
 
-KEYS = {"what", "id", "message", "before", "fix", "fix_kind", "after"}
+KEYS = {"what", "id", "message", "before", "skipped", "crashed", "fix", "fix_kind", "after", "same", "differs",
+        "changes", "probes"}
+PARTS = {"out", "raised", "grads", "printed", "logged", "warned", "state"}
+SKIPPED = "Failed to handle graph break gracefully"
 # Breaks every release prints with the same registry id.
 EVERYWHERE = {"if_on_tensor": "GB0170", "while_on_tensor": "GB0170", "item": "GB0124", "tolist": "GB0109",
               "nonzero": "GB0036", "boolean_mask": "GB0036", "print_text": "GB0059",
               "logger_info": "GB0291", "zlib_crc32": "GB0007", "compiler_disable": "GB0098",
               "explicit_graph_break": "GB0025", "backward_inside": "GB0123", "numpy_interp": "GB0294",
               "module_backward_hook": "GB0083"}
+# Fixes that once changed the program (issue 50), each now proven equal to the original run eagerly: the same
+# outputs, gradients, exception, printed text and state, on every probe.
+ONCE_WRONG = ("manual_seed", "requires_grad_inside", "parameter_inside", "module_backward_hook",
+              "untyped_storage", "raise_on_tensor", "random_random", "os_getpid", "logger_outside",
+              "forward_hook_print")
+# Fixes that must change what the program does, each saying how in one sentence.
+CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_print_reordered", "resize_inside"}
 
 
 @check("graph_mode/break_atlas.py")
@@ -19,22 +29,39 @@ def _(record):
     results = record.results
     atlas = results["atlas"]
     assert results["atlas_kind"] == "graph_break"
-    assert len(atlas) == results["cases"] >= 40
+    assert len(atlas) == results["cases"] >= 95
     for name, entry in atlas.items():
-        assert set(entry) == KEYS, name
+        assert set(entry) == KEYS, (name, sorted(set(entry) ^ KEYS))
         assert entry["after"] == 0, f"{name}: the fix leaves {entry['after']} breaks"
+        assert entry["crashed"] is None, f"{name}: Dynamo raised {entry['crashed']} compiling it"
+        # Every fix computes the same as the original run eagerly, or says what it changes.
+        assert set(entry["differs"]) <= PARTS and entry["same"] == (not entry["differs"]), name
+        assert entry["same"] or entry["changes"], f"{name}: the fix differs in {entry['differs']}, unannounced"
+        assert entry["probes"] >= 1
         if entry["before"] == 0:
-            assert entry["message"] == "" and entry["id"] is None, name
+            assert entry["message"] == "" and entry["id"] is None and not entry["skipped"], name
             continue
         message = entry["message"]
         # The id is the one in the message's link to the registry's page.
         link = re.search(r"/gb/gb(\d{4})\.html", message)
         assert entry["id"] == (f"GB{link.group(1)}" if link else None), name
+        # A frame skipped ("falling back to eager") is marked, not counted as an ordinary break.
+        assert not message.startswith(SKIPPED) or entry["skipped"], name
         # Normalised: no paths, addresses or line numbers.
         assert not re.search(r"0x[0-9a-fA-F]|/work/|site-packages|<venv>|line \d|\.py:\d", message), name
+    assert {name for name, entry in atlas.items() if entry["changes"]} == CHANGES
+    assert results["changed"] == sorted(CHANGES)
+    assert results["skipped"] == sorted(name for name, entry in atlas.items() if entry["skipped"])
+    assert results["same"] == sum(entry["same"] for entry in atlas.values())
+    for name in ONCE_WRONG:
+        assert atlas[name]["same"] and not atlas[name]["changes"], name
+    # Proven on more than one input where the value decides: both branches, a raise, a view.
+    for name in ("if_on_tensor", "raise_on_tensor", "bool_of_tensor", "clamp_if", "untyped_storage"):
+        assert atlas[name]["probes"] >= 2, name
     breaking = [name for name, entry in atlas.items() if entry["before"]]
-    assert results["breaking"] == results["fixed"] == len(breaking) >= 40
+    assert results["breaking"] == results["fixed"] == len(breaking) >= 60
     assert sum(results["fix_kinds"].values()) == len(breaking)
+    assert results["ids"] == sorted({e["id"] for e in atlas.values() if e["id"]}) and len(results["ids"]) >= 20
     for name, gb in EVERYWHERE.items():
         # How often a loop's test is logged can depend on the input: torch 2.11's CUDA record (its input from
         # the GPU's random stream) logs 2 messages, its CPU record 1; torch 2.15 logged 1 for every input tried.
