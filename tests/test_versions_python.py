@@ -5,11 +5,12 @@ between them, the sentence says that Python changed too (scripts/changelog.py, p
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from test_changelog import GUARDS, copy_records, sentences
 
-from scripts import changelog, records
+from scripts import changelog, records, releases
 
 
 def pythons_apart(item: changelog.Notable, found) -> list[tuple[str, str]]:
@@ -49,3 +50,14 @@ def test_the_python_clause_follows_the_manifests(tmp_path):
         assert f"between torch {oldest} and {following}, python changed too (3.99.0 → 3.11.7)" in other.lower()
     else:
         assert other == same
+
+
+def test_the_pythons_a_chapter_names_for_the_guard_records_are_the_manifests():
+    """dynamo.md says which Python torch 2.11's guard record and the later ones ran on: the manifests hold it."""
+    text = (records.ROOT / "docs" / "dissecting" / "dynamo.md").read_text()
+    said = re.search(r"ran on Python (\d+\.\d+) and the\s+later ones on (\d+\.\d+)", text)
+    assert said, "dynamo.md no longer names the Pythons of the guard records: update this test"
+    found = sorted(releases.comparable(GUARDS.snippet, "cpu"), key=lambda r: records.version_key(r.release))
+    minor = {r.release: ".".join(r.environment["python"].split(".")[:2]) for r in found}
+    assert minor[found[0].release] == said.group(1) and found[0].release.startswith("2.11")
+    assert {minor[r.release] for r in found[1:]} == {said.group(2)}
