@@ -23,7 +23,8 @@ from scripts.records import is_timing, timings_in
 # H200 records' process medians), so its floor is set where clocks and power states still move a timing.
 FLOORS = {"cpu": 1.25, "cuda": 1.05}
 SAME_WITHIN = FLOORS["cpu"]  # the CPU floor: the band the CPU charts shade
-# Fresh processes on this machine agree within about 2x (MEASURING.md). A timing whose process medians spread
+# Fresh processes on this machine agree within about 2x (docs/reproduce.md, "How timings are taken": one
+# process can take twice as long as the next). A timing whose process medians spread
 # five times wider than that was taken while something else ran: it is not compared with other releases.
 UNSTEADY = 10.0
 
@@ -177,6 +178,25 @@ def unsteady(t: dict) -> tuple[float, float] | None:
     if process_spread(t) > UNSTEADY:
         return min(medians), max(medians)
     return None
+
+
+def unsteady_timings(results: dict) -> dict[str, list[float]]:
+    """{dotted key: [least, greatest] process median} of every timing in a record's results whose processes
+    disagree beyond UNSTEADY (`unsteady`): the record was made while something else ran. The recorder writes
+    it into the manifest ("unsteady"), warns, and lists it; a page shows it under the output."""
+    return {key: [round(low, 3), round(high, 3)] for key, t in timings_in(results)
+            if (spread := unsteady(t)) for low, high in [spread]}
+
+
+def unsteady_of(record) -> dict[str, list[float]]:
+    """A record's unsteady timings (`unsteady_timings`), as its manifest marks them or, for a record made
+    before the recorder marked them, as its results show; {} for a steady record or one that cannot be read."""
+    if record.state in ("missing", "corrupt"):
+        return {}
+    try:
+        return record.manifest.get("unsteady") or unsteady_timings(record.results)
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def direction(words: str) -> int:

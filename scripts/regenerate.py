@@ -431,6 +431,11 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
     duration = time.monotonic() - started
     shutil.rmtree(scratch, ignore_errors=True)
     scrub_tree(work, scrub)
+    results_path = work / records.FILES / records.RESULTS
+    try:
+        unsteady = measures.unsteady_timings(json.loads(results_path.read_text())) if results_path.is_file() else {}
+    except (ValueError, AttributeError):
+        unsteady = {}
 
     manifest = {
         "snippet": f"snippets/{snippet}",
@@ -443,6 +448,8 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "environment": env_info,
         **({"side_by_side": side_by_side} if side_by_side > 1 else {}),
+        # Timings whose fresh processes disagree beyond measures.UNSTEADY: made while something else ran.
+        **({"unsteady": unsteady} if unsteady else {}),
         "files": sorted(p.relative_to(work / records.FILES).as_posix()
                         for p in (work / records.FILES).rglob("*") if p.is_file()),
     }
@@ -458,7 +465,17 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
     swap_into_place(work, final)
     # A success supersedes an earlier failure of the same snippet.
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
-    return True, duration, why_not or ""
+    return True, duration, why_not or unsteady_warning(unsteady)
+
+
+def unsteady_warning(unsteady: dict[str, list[float]]) -> str:
+    """The line a record made under load gets (its manifest says "unsteady"); empty for a steady one."""
+    if not unsteady:
+        return ""
+    said = "; ".join(f"{key}: process medians {low:,.1f} to {high:,.1f} µs ({high / low:.0f}×)"
+                     for key, (low, high) in unsteady.items())
+    return (f"UNSTEADY, its processes disagree beyond {measures.UNSTEADY:g}× ({said}): made while something "
+            f"else ran; remake it on a quiet machine before committing it")
 
 
 def list_states(args, chosen: list[str]) -> int:
@@ -477,17 +494,24 @@ def list_states(args, chosen: list[str]) -> int:
               f"(torch-<release>/ for all but the main one):")
         print("  " + "  ".join(f"{'torch ' + release:13}" for release in roots))
     counts = {release: dict.fromkeys(records.STATES, 0) for release in roots}
+    unsteady = dict.fromkeys(roots, 0)
     for snippet in chosen:
-        cells = []
+        cells, notes = [], []
         for release, root in roots.items():
             failed = args.failed_dir or records.release_root(release, records.FAILED)
-            state = records.Record(snippet, args.device, records.record_dir(snippet, args.device, root),
-                                   args.snippets_dir, failed).state
+            record = records.Record(snippet, args.device, records.record_dir(snippet, args.device, root),
+                                    args.snippets_dir, failed)
+            state = record.state
             counts[release][state] += 1
             cells.append(f"{state:{8 if release == '' else 13}}")
-        print(f"  {'  '.join(cells)} {snippet}")
+            if spread := measures.unsteady_of(record):
+                unsteady[release] += 1
+                notes.append(f"unsteady{f' in torch {release}' if release else ''}: "
+                             + ", ".join(f"{key} {low:,.1f}–{high:,.1f} µs" for key, (low, high) in spread.items()))
+        print(f"  {'  '.join(cells)} {snippet}" + "".join(f"  ({note})" for note in notes))
     for release, count in counts.items():
         summary = ", ".join(f"{n} {state}" for state, n in count.items() if n)
+        summary += f"; {unsteady[release]} unsteady (made under load)" if unsteady[release] else ""
         main = " (main)" if release == records.MAIN else ""
         print(f"{label}{f', torch {release}{main}' if release else ''}: {len(chosen)} snippets: {summary}")
     return 0
@@ -541,7 +565,7 @@ def regenerate(args) -> int:
         counts = {"ran": 0, "fresh": 0, "failed": 0}
         env_info = None
         started = time.monotonic()
-        made, waiting = [], []
+        made, waiting, unsteady = [], [], []
         if args.budget:
             expected = budget.estimates(chosen, args.device, args.records_base, args.snippets_dir)
             chosen = budget.order(chosen, expected, budget.compared())
@@ -590,6 +614,7 @@ def regenerate(args) -> int:
             with printing:
                 counts["ran" if ok else "failed"] += 1
                 made.extend([snippet] if ok else [])
+                unsteady.extend([snippet] if ok and detail.startswith("UNSTEADY") else [])
             verdict = "ran    " if ok else "FAILED "
             say(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""))
 
@@ -634,6 +659,10 @@ def regenerate(args) -> int:
         f"{counts['failed']} failed in {total:.1f} s"
         + (f", {len(waiting)} left for a later part" if args.budget else "")
     )
+    if unsteady:
+        print(f"warning: {len(unsteady)} record(s) made unsteady, their fresh processes disagreeing beyond "
+              f"{measures.UNSTEADY:g}× (their manifests say so, and their pages will): {', '.join(unsteady)}; "
+              f"remake them on a quiet machine", file=sys.stderr)
     if waiting:
         print(f"budget: {len(waiting)} snippet(s) left, about {sum(expected[s][0] for s in waiting):.0f} s by "
               f"their estimates; unpack this part at home, commit it, and run the same command again to go on")

@@ -162,6 +162,10 @@ def output_line(page: Page, record: records.Record, section: str | None) -> str:
     processes = max((t.get("processes", 1) for _, t in records.timings_in(record.results)), default=1)
     if processes > 1:
         parts.append(f"printed by the first of {processes} processes")
+    if spread := measures.unsteady_of(record):  # made while something else ran (scripts/measures.py UNSTEADY)
+        said = ", ".join(f"{key} from {duration(low)} to {duration(high)}" for key, (low, high) in spread.items())
+        parts.append(f'<span class="unsteady" title="{html.escape(said)}">unsteady: its processes disagreed beyond '
+                     f"{measures.UNSTEADY:g}× ({html.escape(said)})</span>")
     link = page.link(f"{record.site_path}/{records.MANIFEST}")
     parts.append(f'<a href="{link}" title="{html.escape(record.provenance())}">record</a>')
     found = releases.comparable(record.snippet, record.device, page.outputs, page.snippets)

@@ -682,3 +682,59 @@ def test_a_value_without_a_device_reads_the_record_that_exists(tree):
     assert ">1</span>" in expand(tree, f"<!-- md:value {SNIPPET} n -->\n")
     write_record(tree, "cuda", results={"n": 2})
     assert ">2</span>" in expand(tree, f"<!-- md:value {SNIPPET} n -->\n")
+
+
+# ------------------------------------------------------------------------------------- unsteady records
+
+def unsteady_problems(record: records.Record, shown: str | None) -> list[str]:
+    """Why a record made under load would be committed silently: its manifest does not mark the timings
+    whose processes disagree beyond the rule (measures.unsteady), or the output that shows it (`shown`, its
+    rendered provenance line; None where no page shows it) does not say so."""
+    found = measures.unsteady_timings(record.results)
+    if not found:
+        return []
+    problems = []
+    if record.manifest.get("unsteady") != found:
+        problems.append(f"{record.folder}/manifest.json does not mark its unsteady timings {sorted(found)}: "
+                        f"remake the record on a quiet machine")
+    if shown is not None and "unsteady: its processes disagreed" not in shown:
+        problems.append(f"the page showing {record.snippet} ({record.device}) does not say it is unsteady")
+    return problems
+
+
+def test_an_unsteady_record_says_so_under_its_output_and_an_unmarked_one_is_refused(tree):
+    timing = {"median_us": 50.0, "q1_us": 50.0, "q3_us": 2900.0, "processes": 3,
+              "process_medians_us": [50.0, 2900.0, 2900.0]}
+    folder = write_record(tree, "cpu", results={"device": "cpu", "t": timing})
+    on = page(tree)
+    record = on.record(SNIPPET, "cpu")
+    shown = render.output_line(on, record, None)
+    assert "unsteady: its processes disagreed beyond 10× (t from 50\u202fµs to 2,900\u202fµs)" in shown
+    assert "unsteady" in expand(tree, f"<!-- md:output {SNIPPET} -->\n")
+    (problem,) = unsteady_problems(record, shown)  # made before the recorder marked it: refused
+    assert "does not mark its unsteady timings ['t']" in problem
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "unsteady": {"t": [50.0, 2900.0]}}))
+    record = page(tree).record(SNIPPET, "cpu")
+    assert unsteady_problems(record, shown) == []
+    assert unsteady_problems(record, "<p class='provenance'>a line that hides it</p>")
+    steady = write_record(tree, "cuda", results={"device": "cuda", "t": {**timing, "process_medians_us": [50.0, 60.0]}})
+    assert steady.is_dir() and "unsteady" not in render.output_line(on, page(tree).record(SNIPPET, "cuda"), None)
+
+
+def test_no_committed_record_is_unsteady_silently():
+    """Every committed record whose processes disagree beyond the rule is marked so in its manifest, and the
+    output that shows it on a page says so (the main release's; the others are shown on the versions page)."""
+    shown = {(snippet, device) for _, _, snippet, _ in directives.site_outputs(records.ROOT / "docs")
+             for device in records.DEVICES}
+    problems = []
+    for release, root in records.release_roots().items():
+        for device in records.DEVICES:
+            for record in records.find_records(device, root):
+                if record.state == "corrupt":
+                    continue
+                line = None
+                if release == records.MAIN and (record.snippet, device) in shown:
+                    line = render.output_line(render.Page("check.md", "check/"), record, None)
+                problems += unsteady_problems(record, line)
+    assert not problems, "\n".join(problems)
