@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -47,9 +48,15 @@ def run_id(config) -> str:
 
 
 BUILDS: list[subprocess.Popen] = []  # a build still running when the session ends is stopped
-# A bound for a hung build, not a speed test: the build runs beside the snippets' fresh runs, and a loaded
-# 2-core runner took longer than the 300 s this once was. CI's own limit is 90 minutes.
-BUILD_LIMIT_S = 1800
+# No fixed limit that load can reach: a build that takes long is slow, not broken (a loaded 2-core runner took
+# longer than the 300 s that once killed it). One past SLOW_BUILD_S is reported at the end of the run; only
+# one past HANG_S, far beyond anything load has made of it, is taken for a hang, stopped and failed with that
+# message (CI's own limit is 90 minutes).
+SLOW_BUILD_S = 300
+HANG_S = 3600
+# The build runs at a lower CPU priority (nice), so that beside the snippets' fresh runs it yields to them
+# rather than racing them: they are the slow part of a run, and a timed one should not share its cores.
+NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 
 
 def build_site(run: str) -> Path:
@@ -64,20 +71,23 @@ def build_site(run: str) -> Path:
             for old in base.iterdir():  # sites of earlier runs
                 if old.is_dir() and old.name != run:
                     shutil.rmtree(old, ignore_errors=True)
+            started = time.monotonic()
             process = subprocess.Popen(
-                [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out / "site")],
+                [*NICE, sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out / "site")],
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                 env=dict(os.environ, NO_MKDOCS_2_WARNING="1", REPO_URL="https://example.org/repository"),
             )
             BUILDS.append(process)
             try:
-                _, stderr = process.communicate(timeout=BUILD_LIMIT_S)
+                _, stderr = process.communicate(timeout=HANG_S)
                 code = str(process.returncode)
             except subprocess.TimeoutExpired:
                 process.kill()
                 _, stderr = process.communicate()
-                code = f"killed after {BUILD_LIMIT_S} s"
+                code = (f"stopped: the build ran for {HANG_S} s, beyond anything load has made of it (it takes "
+                        f"minutes on a loaded 2-core machine): a hang, not a slow build")
             out.mkdir(parents=True, exist_ok=True)
+            (out / "seconds").write_text(f"{time.monotonic() - started:.0f}")
             (out / "returncode").write_text(code)
             (out / "build.log").write_text(stderr)
     return out
@@ -100,8 +110,10 @@ def pytest_sessionfinish(session):
 def built_site(request) -> Path:
     """The site this run built (build_site); its build's stderr is in build.log beside it."""
     out = build_site(run_id(request.config))
-    if (out / "returncode").read_text() != "0":
-        pytest.fail(f"mkdocs build --strict failed:\n{(out / 'build.log').read_text()[-3000:]}", pytrace=False)
+    code = (out / "returncode").read_text()
+    if code != "0":
+        pytest.fail(f"mkdocs build --strict failed ({code if not code.lstrip('-').isdigit() else 'exit ' + code}):"
+                    f"\n{(out / 'build.log').read_text()[-3000:]}", pytrace=False)
     return out / "site"
 
 
@@ -184,11 +196,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """CUDA records that are missing or stale are listed, not failed: only a GPU box can remake them."""
+    """A slow site build is reported (not killed); CUDA records that are missing or stale are listed, not
+    failed: only a GPU box can remake them."""
     from scripts import records
 
     if hasattr(terminalreporter.config, "workerinput"):
         return
+    seconds = CACHE / "test-site" / run_id(terminalreporter.config) / "seconds"
+    if seconds.is_file() and int(seconds.read_text()) > SLOW_BUILD_S:
+        terminalreporter.section("slow site build")
+        terminalreporter.line(f"mkdocs build --strict took {seconds.read_text()} s beside the other tests (more "
+                              f"than {SLOW_BUILD_S} s: a loaded machine; reported, not failed)")
     states = records.states("cuda")
     lacking = {state: [s for s, st in states.items() if st == state] for state in ("missing", "stale", "failed")}
     if any(lacking.values()):
