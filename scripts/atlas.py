@@ -40,7 +40,9 @@ the table.
 
 from __future__ import annotations
 
+import functools
 import html
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -52,6 +54,8 @@ KINDS = {  # kind -> (anchor prefix, what a case does, as a column says it)
     "recompile": ("rc", "Recompile", "recompiles"),
 }
 SCRIPT = "assets/javascripts/atlas.js"
+# Each registry id's page, as torch/_dynamo/exc.py's get_gbid_documentation_link builds it.
+SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
 
 # The lookup's rules, mirrored in atlas.js: keep the registry ids, then drop what differs between one run and a
 # reader's (links, paths, addresses, numbers, quotes and punctuation), in this order; ASCII rules, as in JavaScript.
@@ -63,6 +67,105 @@ DROPS = [
     re.compile(r"\d+", re.ASCII),  # line numbers, sizes, ids
     re.compile(r"[^a-z_]+", re.ASCII),  # quotes, backticks, punctuation
 ]
+
+
+# What tells the cases of one id apart, mirrored in atlas.js `keys`: the names a message quotes (in backticks,
+# after qualname:/module:, in a `code:` line, a `<function NAME at`, the source line under a traceback's File
+# line), and for a recompile the shape of the guard that failed ("guard_local_eq_float" for `lr == 0.1`).
+PREFIX = re.compile(r"^(?:\[rank\d+\]:)?[A-Z]\d{4} [\d:.]+\s+\d+ \S+\] (?:\[[^\]]*\] )*", re.ASCII)
+SPANS = [re.compile(p, re.ASCII) for p in (
+    r"`([^`\n]+)`", r"qualname: ([\w.<>]+)", r"module: ([\w.]+)", r"<function ([\w.<>]+) at",
+    r"method (\w+) of class (\w+)", r"argument types \[([^\]\n]*)\]", r"attempting to trace (\w+)")]
+CODE = re.compile(r"code: (.*)$", re.ASCII)
+FILE_LINE = re.compile(r'^\s*File "[^"]*", line \d+, in ', re.ASCII)
+GUARD = re.compile(r"^\s*- \d+/\d+: (.*?)(?:\s+#.*)?$", re.ASCII)
+COMPARE = re.compile(r"^(\S+(?: \S+)*?) (==|!=|<=|>=|<|>) (\S+)$", re.ASCII)
+STOP = frozenset(
+    "torch dynamo config tensor tensors self the variable variables true false none return def fn function "
+    "call calls in of to is and or not for if_ with as at from by this that be it an on".split())
+
+
+def words_of(text: str) -> list[str]:
+    """Names in a piece of code or text: lower case, split at anything but letters, digits and _."""
+    out = []
+    for word in re.split(r"[^a-z0-9_]+", text.lower()):
+        word = word.strip("_")
+        if len(word) > 1 and not word.isdigit() and word not in STOP and not re.fullmatch(r"0x[0-9a-f]+", word):
+            out.append(word)
+    return out
+
+
+def guard_key(expr: str) -> str | None:
+    """The shape of a failed guard: what it checks, not the user's names."""
+    expr = expr.strip()
+    found = re.search(r"tensor '[^']*' ([\w ]+?) mismatch", expr)
+    if found:
+        return "guard_tensor_" + "_".join(found.group(1).split())
+    found = re.search(r"GLOBAL_STATE changed: (\w+)", expr)
+    if found:
+        return "guard_global_" + found.group(1).lower()
+    if re.search(r"___check_obj_id|___check_type_id|\bid\(", expr):
+        return "guard_id"
+    if re.search(r"dict\.keys|\.keys\(\)", expr):
+        return "guard_dict_keys"
+    if expr.startswith("len("):
+        return "guard_len"
+    found = COMPARE.match(expr)
+    if not found:
+        return None
+    left, right = found.group(1), found.group(3)
+    if re.fullmatch(r"-?\d+", left) and "size()" in right:
+        return "guard_size_bound"
+    if re.fullmatch(r"-?\d+\.\d*(?:e-?\d+)?", right):
+        kind = "float"
+    elif re.fullmatch(r"-?\d+", right):
+        kind = "int"
+    elif right in ("True", "False"):
+        kind = "bool"
+    elif right in ("None",):
+        kind = "none"
+    else:
+        kind = "other"
+    where = "global" if left.startswith("G[") else "attr" if re.search(r"[.\[]", left) else "local"
+    return f"guard_{where}_{kind}"
+
+
+def keys(text: str) -> list[str]:
+    """What tells a message apart from others of its id: the names it quotes, the guard it failed, and the
+    words of the line where it broke."""
+    names, code = key_parts(text)
+    return list(dict.fromkeys(names + code))
+
+
+def key_parts(text: str) -> tuple[list[str], list[str]]:
+    """(the names a message quotes and the guard it failed, the words of the line where it broke)."""
+    out: list[str] = []
+    code: list[str] = []  # the source line under the last File line: where the break happened
+    code_next = False
+    for raw in text.splitlines():
+        line = PREFIX.sub("", raw)
+        if code_next and line.strip():
+            code = words_of(line)
+        branch = CODE.search(line)
+        if branch:
+            code = words_of(branch.group(1))
+        code_next = bool(FILE_LINE.match(line))
+        guard = GUARD.match(line)
+        if guard:
+            key = guard_key(guard.group(1))
+            if key:
+                out.append(key)
+            continue
+        if re.match(r"\s*Hint:", line):
+            continue  # hints are the registry's wording, the same for every cause
+        for pattern in SPANS:
+            for found in pattern.finditer(line):
+                for group in found.groups():
+                    if group and not re.search(r"[/\\]", group):
+                        out += words_of(group)
+    if re.search(r"hit config\.(?:recompile_limit|cache_size_limit)", text):
+        out.append("guard_limit")
+    return list(dict.fromkeys(out)), list(dict.fromkeys(code))
 
 
 class AtlasError(ValueError):
@@ -80,6 +183,41 @@ def normalise(text: str) -> str:
     for pattern in DROPS:
         text = pattern.sub(" ", text)
     return " ".join(word.strip("_") for word in text.split() if len(word.strip("_")) > 1)
+
+
+def gb_link(gb: str) -> str:
+    """The registry's page of an id: 'GB0170' -> .../gb/gb0170.html."""
+    return f"{SITE}gb{gb.removeprefix('GB')}.html"
+
+
+def _tidy(text: str) -> str:
+    """A registry explanation as the message prints it: its source's string pieces joined, no `+ name` tail."""
+    text = re.sub(r'"\s+"', "", text.strip())
+    text = re.sub(r'\s*\+\s*[A-Za-z_][\w.]*(?:\([^)]*\))?\s*$', "", text)
+    return text.strip('"').strip()
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> dict[str, list]:
+    """Every id of the graph-break registry the installed torch ships (torch/_dynamo/graph_break_registry.json,
+    read without importing torch): id -> [short name, explanation, hints, the short names it had before]. {}
+    where torch or the file is missing."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(spec.submodule_search_locations[0]) / "_dynamo" / "graph_break_registry.json"
+    if not path.is_file():
+        return {}
+    def words(text: str) -> str:  # "" where the registry kept a variable's name, not its text
+        text = _tidy(text)
+        return "" if re.fullmatch(r"[\w.]+", text) else text
+    out = {}
+    for gb, versions in json.loads(path.read_text()).items():
+        newest = versions[0]  # the registry lists an id's current entry first, then what it said before
+        older = [words(v["Gb_type"]) for v in versions[1:] if v["Gb_type"] != newest["Gb_type"]]
+        out[gb] = [words(newest["Gb_type"]) or newest["Gb_type"], words(newest["Explanation"]),
+                   [h for h in map(words, newest["Hints"]) if h], [t for t in dict.fromkeys(older) if t]]
+    return out
 
 
 def page_url(src: str) -> str:
@@ -142,18 +280,36 @@ def lookup_entries(snippet: str, kind: str | None, device: str, href: str, title
     for case, by_release in cases.items():
         newest = list(by_release.values())[0]
         messages = list(dict.fromkeys(normalise(e["message"]) for e in by_release.values() if e["message"]))
+        changes = newest.get("changes") or ""
         out.append({"kind": label, "case": case, "what": newest["what"], "fix": newest["fix"], "page": title,
+                    "changes": changes,
                     "href": f"{href}#{prefix}-{case}",
                     "ids": list(dict.fromkeys(e["id"] for e in by_release.values() if e["id"])),
                     "breaks": {release: e["before"] for release, e in by_release.items()},
-                    "words": normalise(f"{case.replace('_', ' ')} {newest['what']}"), "messages": messages})
+                    "words": normalise(f"{case.replace('_', ' ')} {newest['what']}"), "messages": messages,
+                    "keys": list(dict.fromkeys([k for e in by_release.values() for k in key_parts(e["message"])[0]]
+                                               + words_of(newest["what"]))),
+                    "code": list(dict.fromkeys(k for e in by_release.values() for k in key_parts(e["message"])[1]))})
     return out
 
 
 def release_cell(entry: dict | None) -> str:
     if entry is None:
         return "–"
-    return "no" if not entry["before"] else "yes" if entry["before"] == 1 else f"yes, {entry['before']}"
+    said = "no" if not entry["before"] else "yes" if entry["before"] == 1 else f"yes, {entry['before']}"
+    return said + (", frame skipped" if entry.get("skipped") else "")
+
+
+def same_cell(by_release: dict[str, dict], shown: list[str]) -> str:
+    """Whether the fix, compiled, computed what the original computed eagerly, on every release shown; a fix
+    that changes the program says how."""
+    entries = [by_release[r] for r in shown if r in by_release and "same" in by_release[r]]
+    if not entries:
+        return "–"
+    changes = html.escape(entries[-1].get("changes") or "").replace("|", "\\|")
+    differs = [r.removesuffix(".0") for r in shown if r in by_release and by_release[r].get("same") is False]
+    said = "yes" if not differs else f"no ({', '.join(differs)})"
+    return f"{said}: {changes}" if changes else said
 
 
 def id_cell(by_release: dict[str, dict], shown: list[str]) -> str:
@@ -162,9 +318,11 @@ def id_cell(by_release: dict[str, dict], shown: list[str]) -> str:
     for release in shown:
         if release in by_release and by_release[release]["before"]:
             groups.setdefault(by_release[release]["id"] or "–", []).append(release)
+    def linked(gb: str) -> str:
+        return f"[{gb}]({gb_link(gb)})" if gb != "–" else gb
     if len(groups) <= 1:
-        return next(iter(groups), "–")
-    return "; ".join(f"{gb} ({', '.join(r)})" for gb, r in groups.items())
+        return linked(next(iter(groups), "–"))
+    return "; ".join(f"{linked(gb)} ({', '.join(r)})" for gb, r in groups.items())
 
 
 def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchors: bool) -> str:
@@ -174,8 +332,9 @@ def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchor
     prefix, _, _ = KINDS[kind]
     heads = " · ".join(release.removesuffix(".0") for release in shown)
     with_ids = any(entry["id"] for by_release in cases.values() for entry in by_release.values())
-    rows = [f"| Case |{' Id |' if with_ids else ''} On torch {heads} | Fix |",
-            f"|---|{'---|' if with_ids else ''}:-:|---|"]
+    with_same = any("same" in entry for by_release in cases.values() for entry in by_release.values())
+    rows = [f"| Case |{' Id |' if with_ids else ''} On torch {heads} | Fix |{' Same |' if with_same else ''}",
+            f"|---|{'---|' if with_ids else ''}:-:|---|{'---|' if with_same else ''}"]
     for case, by_release in cases.items():
         newest = list(by_release.values())[0]
         what = html.escape(newest["what"]).replace("|", "\\|")
@@ -186,7 +345,8 @@ def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchor
         fix = html.escape(newest["fix"]).replace("|", "\\|")
         cells = " · ".join(release_cell(by_release.get(release)) for release in shown)
         ids = f" {id_cell(by_release, shown)} |" if with_ids else ""
-        rows.append(f"| {name} |{ids} {cells} | {fix} |")
+        same = f" {same_cell(by_release, shown)} |" if with_same else ""
+        rows.append(f"| {name} |{ids} {cells} | {fix} |{same}")
     return "\n".join(rows) + "\n"
 
 
@@ -219,8 +379,10 @@ def messages(kind: str, shown: list[str], cases: dict[str, dict[str, dict]]) -> 
 
 
 def lookup(data: list[dict], script: str) -> str:
-    """The lookup box and its data; atlas.js runs it."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """The lookup box and its data (the cases, and every id of the registry the build's torch ships); atlas.js
+    runs it."""
+    payload = json.dumps({"cases": data, "registry": registry(), "site": SITE}, ensure_ascii=False,
+                         separators=(",", ":")).replace("</", "<\\/")
     return (
         '<div class="mlc-atlas-lookup">\n'
         '<label for="mlc-atlas-query"><strong>Paste your error</strong> (or a few words of it): the closest cases '
@@ -229,6 +391,7 @@ def lookup(data: list[dict], script: str) -> str:
         'style="width:100%;font-family:var(--md-code-font-family);font-size:.75rem;'
         'color:var(--md-default-fg-color);background:var(--md-code-bg-color);'
         'border:1px solid var(--md-default-fg-color--lighter);border-radius:.2rem;padding:.4rem"></textarea>\n'
+        '<div class="mlc-atlas-id" aria-live="polite"></div>\n'
         '<ol class="mlc-atlas-hits" aria-live="polite"></ol>\n'
         "</div>\n"
         f'<script type="application/json" id="mlc-atlas-data">{payload}</script>\n'

@@ -10,6 +10,7 @@ import http.server
 import json
 import re
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -149,6 +150,7 @@ Graph Break Reason: Attempted to call function marked as skipped
  For more details about this graph break, please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html
 """,
 }
+HELDOUT = json.loads((Path(__file__).parent / "atlas_heldout" / "heldout.json").read_text())["items"]
 # Pasted exactly as a record holds them: the newest release's, and older releases' where they differ.
 RECORDED = [("if_on_tensor", records.MAIN), ("print_tensor", records.MAIN), ("unique", records.MAIN),
             ("locals_call", "2.11.0"), ("compiler_disable", "2.13.0")]
@@ -204,10 +206,59 @@ def atlas_page(built_site):
 
 def test_the_browser_normalises_as_python_does(atlas_page):
     page, _ = atlas_page
-    texts = [m for case in all_cases() for m in messages_of(case)] + list(TYPED.values())
+    texts = [m for case in all_cases() for m in messages_of(case)] + list(TYPED.values()) + [
+        item["text"] for item in HELDOUT]
     assert page.evaluate("texts => texts.map(t => window.mlcAtlas.normalise(t))", texts) == [
         atlas.normalise(t) for t in texts]
     assert page.evaluate("texts => texts.map(t => window.mlcAtlas.ids(t))", texts) == [atlas.ids(t) for t in texts]
+    assert page.evaluate("texts => texts.map(t => window.mlcAtlas.keys(t))", texts) == [atlas.keys(t) for t in texts]
+
+
+def paste(page, text: str) -> tuple[str, str | None]:
+    """The box's verdict on a pasted text: ('match', the first case) or ('none', None)."""
+    box = page.locator(".mlc-atlas-lookup")
+    before = int(box.get_attribute("data-ranked") or 0)
+    page.fill("#mlc-atlas-query", text)
+    page.wait_for_function(f"Number(document.querySelector('.mlc-atlas-lookup').dataset.ranked || 0) > {before}")
+    outcome = box.get_attribute("data-outcome")
+    return outcome, page.locator(".mlc-atlas-hits li").first.get_attribute("data-case") if outcome == "match" else None
+
+
+def test_the_held_out_messages(atlas_page):
+    """Messages as users paste them, from code that is not the atlas's (tests/atlas_heldout/): the right case
+    first or an honest "no case matches" for at least 85 %, a wrong case shown as a match for at most 5 %."""
+    page, watch = atlas_page
+    right, honest, wrong, missed = [], [], [], []
+    for item in HELDOUT:
+        outcome, case = paste(page, item["text"])
+        name = f"{item['name']} ({item['release']}, {item['form']})"
+        if outcome == "match":
+            (right if case in [item["expect"], *item["accept"]] else wrong).append(f"{name}: {case}")
+        else:
+            (honest if item["expect"] is None else missed).append(name)
+    total = len(HELDOUT)
+    print(f"held-out: {total} messages, {len(right)} right, {len(honest)} honest no-match, {len(wrong)} wrong, "
+          f"{len(missed)} no match where a case exists; wrong: {wrong}; missed: {missed}")
+    assert total >= 40
+    assert len(right) + len(honest) >= 0.85 * total, (missed, wrong)
+    assert len(wrong) <= 0.05 * total, wrong
+    assert not watch.problems, watch.problems
+
+
+def test_an_id_no_case_has_gets_the_registrys_entry(atlas_page):
+    page, _ = atlas_page
+    registry = atlas.registry()
+    have = {gb for case in all_cases() for gb in [cases_of()[case]["id"]] if gb}
+    gb = next(gb for gb in sorted(registry) if gb not in have and registry[gb][1])
+    assert paste(page, f"For more details, see https://meta-pytorch.github.io/compile-graph-break-site/gb/"
+                       f"gb{gb[2:]}.html") == ("none", None)
+    about = page.locator(".mlc-atlas-id").inner_text()
+    assert gb in about and registry[gb][0] in about
+    assert page.locator(".mlc-atlas-id a").first.get_attribute("href") == atlas.gb_link(gb)
+    assert "not in this atlas" in page.locator(".mlc-atlas-hits").inner_text()
+    # An older release's message, without its link: the id from its first line.
+    assert paste(page, "Data-dependent branching\n  Explanation: Detected data-dependent branching")[0] == "match"
+    assert "GB0170" in page.locator(".mlc-atlas-id").inner_text()
 
 
 @pytest.mark.parametrize("case,release", RECORDED, ids=[c for c, _ in RECORDED])
@@ -245,4 +296,39 @@ def test_the_table_has_an_id_column_only_where_a_case_has_an_id():
     with_id = atlas.table("recompile", ["2.15.0"], {"print_tensor": {"2.15.0": {**entry, "id": "GB0179"}}},
                           anchors=False)
     assert with_id.splitlines()[0] == "| Case | Id | On torch 2.15 | Fix |"
-    assert "| GB0179 |" in with_id
+    assert f"| [GB0179]({atlas.gb_link('GB0179')}) |" in with_id
+    assert atlas.gb_link("GB0179") == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0179.html"
+
+
+def test_the_same_column_says_what_a_fix_changes():
+    entry = {"what": "w", "fix": "f", "before": 1, "id": None, "same": True, "changes": None}
+    rows = atlas.table("graph_break", ["2.15.0"], {"a": {"2.15.0": entry},
+                                                   "b": {"2.15.0": {**entry, "same": False,
+                                                                    "changes": "It prints later."}}},
+                       anchors=False).splitlines()
+    assert rows[0].endswith("| Fix | Same |")
+    assert rows[2].endswith("| f | yes |") and rows[3].endswith("| f | no (2.15): It prints later. |")
+    skipped = atlas.release_cell({"before": 1, "skipped": True})
+    assert skipped == "yes, frame skipped"
+
+
+def test_the_registry_is_the_installed_torchs():
+    registry = atlas.registry()
+    pytest.importorskip("torch")
+    assert len(registry) >= 500, "torch ships a graph-break registry of several hundred ids"
+    assert registry["GB0170"][0] == "Data-dependent branching"
+    for gb, (name, explanation, hints, older) in registry.items():
+        assert re.fullmatch(r"GB\d{4}", gb) and name and isinstance(hints, list) and isinstance(older, list), gb
+        assert not re.fullmatch(r"[\w.]+", explanation or "x y"), (gb, explanation)  # text, not a variable's name
+
+
+def test_keys_name_the_cause_and_the_guard():
+    zlib = atlas.keys(TYPED["zlib_crc32"])
+    assert {"zlib", "crc32", "name", "encode"} <= set(zlib) and "alice" not in zlib
+    guards = {"    - 0/0: lr == 0.1   # return p - lr * g": "guard_local_float",
+              "    - 0/0: L['n'] == 2": "guard_attr_int", "    - 0/0: G['SCALE'] == 2": "guard_global_int",
+              "    - 0/0: tensor 'x' stride mismatch at index 0. expected 4, actual 1": "guard_tensor_stride",
+              "    - 0/0: GLOBAL_STATE changed: grad_mode": "guard_global_grad_mode",
+              "    - 0/0: len(xs) == 2": "guard_len", "    - 0/0: 2 <= x.size()[0]": "guard_size_bound"}
+    for line, key in guards.items():
+        assert atlas.keys(line) == [key], line
