@@ -20,7 +20,6 @@ as CSS pixels, so a 14-point label is 14 px of text at the natural size.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -28,6 +27,8 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+
+from scripts.records import content_key
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "docs" / "assets" / "diagrams"
@@ -212,7 +213,7 @@ def size(svg: str) -> tuple[float, float]:
 
 def cached(dot: str, cache: Path) -> Path:
     """The SVG of `dot`, from `cache` when this source and this drawing code made it before."""
-    digest = hashlib.sha256(dot.encode() + Path(__file__).read_bytes()).hexdigest()[:20]
+    digest = content_key(dot, Path(__file__))
     path = cache / f"{digest}.diagram.svg"
     if not path.exists():
         cache.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 from scripts import records, run_env
 
 RECEIPTS = records.OUTPUTS / "notebook-runs.json"
-BUILT = records.ROOT / ".cache" / "notebooks"  # where scripts/notebooks.py builds them (its CACHE)
+BUILT = records.CACHE / "notebooks"  # where scripts/notebooks.py builds them (its CACHE)
 CELL_LIMIT_S = 900
 COMMAND = f"{records.REMAKE} --notebooks"  # the hint a stale receipt prints, as a record's does
 

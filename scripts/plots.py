@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 
 from scripts import measures
-from scripts.records import Record
+from scripts.records import Record, is_timing  # what a timing is, said once
 
 PALETTES = {
     # Text colours reach at least 7:1 against Material's light (#fff) and slate (#1e2129) backgrounds.
@@ -242,10 +242,6 @@ def counted(number: float, unit: str) -> str:
 def time_unit(medians: list[float]) -> tuple[str, float]:
     largest = max(medians)
     return ("s", 1e-6) if largest >= 1e6 else ("ms", 1e-3) if largest >= 1e4 else ("µs", 1.0)
-
-
-def is_timing(item) -> bool:
-    return isinstance(item, dict) and "median_us" in item
 
 
 # --------------------------------------------------------------------------------------------------- kinds

@@ -38,8 +38,11 @@ from scripts.runner import FILES, RESULTS, SECTIONS, STDOUT
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 OUTPUTS = ROOT / "docs" / "outputs"
-FAILED = ROOT / ".cache" / "regenerate" / "failed"
-CONSTRAINTS = ROOT / "ci" / "constraints.txt"
+# What is kept to be reused and can be made again (figures, built notebooks, kept runs, failed runs, ...), each
+# in a folder of its own under one root, and found again by one key (content_key).
+CACHE = ROOT / ".cache"
+FAILED = CACHE / "regenerate" / "failed"
+CONSTRAINTS = run_env.CONSTRAINTS
 RELEASE_PREFIX = "torch-"  # docs/outputs/torch-2.11.0/ holds torch 2.11.0's records
 DEVICES = ("cuda", "cpu")
 LABELS = {"cuda": "CUDA", "cpu": "CPU"}
@@ -93,6 +96,16 @@ def find_snippets(snippets: Path = SNIPPETS) -> list[str]:
         for p in snippets.rglob("*.py")
         if not p.name.startswith("_") and "__pycache__" not in p.parts
     )
+
+
+def content_key(*parts: bytes | str | Path, length: int = 20) -> str:
+    """The one cache key: a digest of the digest of each part, in order (bytes, text, or a file's bytes), so
+    that what a kept thing was made from, and the code that made it, find it again; `length` hex digits."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.read_bytes() if isinstance(part, Path) else part.encode() if isinstance(part, str) else part
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()[:length]
 
 
 def source_sha256(path: Path) -> str:

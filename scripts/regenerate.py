@@ -293,18 +293,20 @@ def check_writable(device_dir: Path) -> None:
 COMPILER_CACHES = run_env.COMPILER_CACHES
 
 
-def snippet_env(scratch: Path, device: str) -> tuple[dict, dict]:
+def snippet_env(scratch: Path, device: str, source: str = "") -> tuple[dict, dict]:
     """The environment of one snippet's process, and the overrides a manifest lists: compiler caches of
-    its own, and on CPU no GPU, with Triton kernels run by Triton's interpreter."""
+    its own, and what run_env decides for the device (on a CPU no GPU, and Triton's interpreter for a snippet
+    that launches Triton kernels)."""
     caches = dict(zip(COMPILER_CACHES, (
         str(scratch / "cache" / "inductor"),
         str(scratch / "cache" / "triton"),
         str(scratch / "tmp"),  # Inductor keeps its precompiled C++ header under $TMPDIR
     )))
     (scratch / "tmp").mkdir(parents=True, exist_ok=True)
-    overrides = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"} if device == "cpu" else {}
+    overrides = run_env.overrides(device, source)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **caches, **overrides)
-    env.pop("TORCH_LOGS", None)
+    for name in ("TORCH_LOGS", *run_env.unset(device, source)):
+        env.pop(name, None)
     return env, overrides
 
 
@@ -358,7 +360,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -
         again = scratch / f"repeat-{number}"
         (again / records.FILES).mkdir(parents=True)
         command = [sys.executable, str(RUNNER), str(source), str(again)]
-        cold, _ = snippet_env(again, args.device)
+        cold, _ = snippet_env(again, args.device, source.read_text())
         cold = {**env, **{name: cold[name] for name in COMPILER_CACHES}}
         status, reason = launch(command, again / records.FILES, cold, again / records.STDOUT, again / "stderr.txt",
                                 time_left(args))
@@ -409,7 +411,7 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
     (work / records.FILES).mkdir(parents=True)
     scratch = Path(tempfile.mkdtemp(prefix="regenerate-"))
     scrub = scrubber([scratch, work])
-    env, overrides = snippet_env(scratch, args.device)
+    env, overrides = snippet_env(scratch, args.device, source.read_text())
     command = [sys.executable, str(RUNNER), str(source), str(work)]
     started = time.monotonic()
     try:

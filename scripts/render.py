@@ -8,7 +8,6 @@ scripts/diagrams.py, cached by content under .cache/figures/.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import os
 import re
@@ -41,7 +40,7 @@ from scripts.directives import (
 )
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
-FIGURE_CACHE = records.ROOT / ".cache" / "figures"
+FIGURE_CACHE = records.CACHE / "figures"
 PAGE, NOTEBOOK = "page", "notebook"  # the two targets
 
 # ------------------------------------------------------------------------------------------------- a page
@@ -287,11 +286,8 @@ def diagram_image(page: Page, dot: str, alt: str) -> str:
 def chart(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, dict[str, Path]]:
     """(alt text, {palette: SVG file}) of one chart, from the cache when the record and the drawing code are
     unchanged."""
-    digest = hashlib.sha256()
-    for part in (Path(plots.__file__).read_bytes(), repr(sorted(found.items())).encode(), name.encode(),
-                 *(p.read_bytes() for p in sorted(record.files.glob("*.json")) if p.is_file())):
-        digest.update(hashlib.sha256(part).digest())
-    key = digest.hexdigest()[:20]
+    key = records.content_key(Path(plots.__file__), repr(sorted(found.items())), name,
+                              *(p for p in sorted(record.files.glob("*.json")) if p.is_file()))
     FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
     files = {palette: FIGURE_CACHE / f"{key}.{palette}.svg" for palette in plots.PALETTES}
     alt_file = FIGURE_CACHE / f"{key}.alt.txt"
@@ -385,7 +381,7 @@ def render_changes(d: Directive, page: Page) -> str:
 
     def figure(key: str, draw, alt: str, caption: str) -> str:
         """Both palettes, for the page's column and a phone's (CSS shows one), drawn once per content."""
-        digest = hashlib.sha256(Path(plots.__file__).read_bytes() + key.encode()).hexdigest()[:20]
+        digest = records.content_key(Path(plots.__file__), key)
         FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
         spans = []
         for layout in plots.LAYOUTS:
@@ -520,8 +516,7 @@ def render_findings(d: Directive, page: Page) -> str:
     found = findings.collect(site_directives(page.docs, "compare"), page.outputs, page.snippets)
     if not found:
         raise DirectiveError("no md:compare on the site says what it compares (what=)")
-    digest = hashlib.sha256(Path(findings.__file__).read_bytes() + Path(plots.__file__).read_bytes()
-                            + repr([vars(f) for f in found]).encode()).hexdigest()[:20]
+    digest = records.content_key(Path(findings.__file__), Path(plots.__file__), repr([vars(f) for f in found]))
     FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
     drawings = {narrow: {palette: FIGURE_CACHE / f"{'phone-' * narrow}findings-{digest}.{palette}.svg"
                          for palette in plots.PALETTES} for narrow in (False, True)}

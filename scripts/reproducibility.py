@@ -28,7 +28,7 @@ from pathlib import Path
 from scripts import measures, records, regenerate
 from scripts.directives import site_compares  # the grammar alone: no renderer, no mkdocs
 
-WHERE = records.ROOT / ".cache" / "reproducibility"
+WHERE = records.CACHE / "reproducibility"
 GOAL_RATIO = measures.SAME_WITHIN  # a verdict survives a re-run only if its ratio drifts less than the band
 
 

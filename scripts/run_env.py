@@ -1,6 +1,9 @@
 """The one table of a snippet's run environment: everything else asks it.
 
-- when Triton kernels run in Triton's interpreter (asked for, or no GPU to run them on);
+- where Triton kernels run in Triton's interpreter, decided here for every writer: the recorder's
+  snippet processes (`overrides`), the suite's own process (`suite_defaults`, set by tests/conftest.py) and a
+  chapter notebook's setup cell (`notebook_setup`); only a snippet that launches Triton kernels of its own
+  (`launches_triton`) gets the interpreter, and whether a stack can run one (`interpreted`);
 - which environment variables change what a run does, and so key a kept run;
 - which ones a reader's machine does not set (left out of a notebook's kernel);
 - the compiler caches a fresh process gets of its own;
@@ -10,9 +13,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
-CONSTRAINTS = Path(__file__).resolve().parent.parent / "ci" / "constraints.txt"
+ROOT = Path(__file__).resolve().parent.parent
+CONSTRAINTS = ROOT / "ci" / "constraints.txt"  # the pins, named once (records and the suite read them here)
 
 # Settings a snippet's process reads (torch, Triton, Inductor, CUDA, the math libraries' threads, JAX and
 # XLA, Python's own, and $TMPDIR, under which Inductor keeps its precompiled header and kernels).
@@ -21,6 +26,47 @@ KEYS_A_RUN = ("TORCH", "PYTORCH", "TRITON", "INDUCTOR", "CUDA", "OMP_", "MKL_", 
 NOT_A_READERS = ("TRITON", "TORCH", "PYTORCH", "CUDA", "INDUCTOR", "PYTHONPATH", "OMP_", "MKL_")
 # Each fresh process of the recorder gets empty ones of its own, so every process compiles from cold.
 COMPILER_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TMPDIR")
+
+
+# A snippet launches Triton kernels of its own when its code imports triton or defines a @triton.jit kernel;
+# Inductor's generated kernels run as C++ on a CPU and need no interpreter.
+LAUNCHES_TRITON = re.compile(r"^\s*(?:import triton\b|from triton\b)|@triton\.jit", re.MULTILINE)
+INTERPRETER = {"TRITON_INTERPRET": "1"}  # Triton's interpreter (on NumPy), chosen before triton is imported
+
+
+def launches_triton(source: str) -> bool:
+    """Whether a snippet's code runs Triton kernels of its own (and so needs the interpreter without a GPU)."""
+    return bool(LAUNCHES_TRITON.search(source))
+
+
+def overrides(device: str, source: str) -> dict[str, str]:
+    """What the recorder sets for one snippet's process, and its manifest lists: on the CPU no GPU, and
+    Triton's interpreter only where the snippet launches Triton kernels; on a GPU nothing."""
+    if device != "cpu":
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": "", **(INTERPRETER if launches_triton(source) else {})}
+
+
+def unset(device: str, source: str) -> tuple[str, ...]:
+    """What the recorder removes from a snippet's inherited environment: on the CPU, the interpreter's switch
+    for a snippet that launches no Triton kernel (a caller's setting would otherwise reach it unrecorded)."""
+    return tuple(INTERPRETER) if device == "cpu" and not launches_triton(source) else ()
+
+
+def suite_defaults() -> dict[str, str]:
+    """What the suite's own process sets before triton is imported (its tests run Triton kernels beside
+    torch's): the interpreter on a machine with no GPU (no nvidia-smi; torch is not imported yet)."""
+    return {} if shutil.which("nvidia-smi") else dict(INTERPRETER)
+
+
+def notebook_setup() -> str:
+    """The first code cell of a chapter notebook whose snippets launch Triton: the same decision, made in a
+    reader's kernel, where torch can be asked."""
+    (name, value), = INTERPRETER.items()
+    return ("# Without a GPU, this chapter's Triton kernels run in Triton's interpreter (on NumPy),\n"
+            "# which must be chosen before triton is first imported: as the site's records were made.\n"
+            "import os\n\nimport torch\n\n"
+            f"if not torch.cuda.is_available():\n    os.environ.setdefault(\"{name}\", \"{value}\")")
 
 
 def interpreted(env) -> bool:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts import run_env  # the standard library only: torch and triton are not imported yet
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
 
@@ -25,8 +27,9 @@ os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # Without a GPU, Triton kernels run in Triton's interpreter; it must be chosen before triton is imported.
-if shutil.which("nvidia-smi") is None:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+# scripts/run_env.py decides it for the suite as for the recorder and the notebooks.
+for _name, _value in run_env.suite_defaults().items():
+    os.environ.setdefault(_name, _value)
 
 
 class ShareRunId:
@@ -156,25 +159,20 @@ def chapter_of(config) -> dict | None:
     return {"snippets": snippets, "notebook": chapters.notebook_name(path), "urls": {url, url.rstrip("/"), src}}
 
 
-# Modules whose unparametrized tests read the whole site (its links and anchors, every notebook, the glossary,
-# the diagrams, the counts pages state, the versions page): a new chapter can break them, so --chapter runs them.
-SITE_WIDE = ("test_site", "test_notebooks", "test_glossary", "test_diagrams", "test_stated_counts", "test_chapters",
-             "test_changelog", "test_chapter_shape")
-
-
 def in_chapter(item, chosen: dict) -> bool:
     """Whether a test belongs to the chosen chapter: a test parametrized by one of its snippets, records,
-    notebook or page, or a site-wide test (SITE_WIDE) that takes no parameter."""
+    notebook or page, or one marked site_wide (it reads the whole site: its links and anchors, every notebook,
+    the glossary, the diagrams, the counts pages state, the versions page, so a new chapter can break it) that
+    takes no parameter."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if not params and item.module.__name__ in SITE_WIDE:
+    if not params and item.get_closest_marker("site_wide"):
         return True
     for value in params.values():
         snippet = getattr(value, "snippet", value)  # a record, or a snippet's name
         if isinstance(snippet, str) and (snippet in chosen["snippets"] or snippet == chosen["notebook"]
                                          or snippet in chosen["urls"]):
             return True
-    return item.name in ("test_strict_build_passes_without_warnings_or_nav_noise",
-                         "test_no_notebook_uses_a_name_that_its_cells_never_define")
+    return False
 
 
 def pytest_collection_modifyitems(config, items):
@@ -207,10 +205,24 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("slow site build")
         terminalreporter.line(f"mkdocs build --strict took {seconds.read_text()} s beside the other tests (more "
                               f"than {SLOW_BUILD_S} s: a loaded machine; reported, not failed)")
-    states = records.states("cuda")
+    concerned = concerned_snippets(terminalreporter.config)
+    states = {s: state for s, state in records.states("cuda").items() if concerned is None or s in concerned}
     lacking = {state: [s for s, st in states.items() if st == state] for state in ("missing", "stale", "failed")}
     if any(lacking.values()):
         terminalreporter.section("CUDA records (made on a GPU box: python3 -m scripts.regenerate --device cuda)")
         for state, snippets in lacking.items():
             if snippets:
-                terminalreporter.line(f"{state:8} {len(snippets)} of {len(states)} snippets")
+                named = f": {', '.join(snippets)}" if concerned is not None else ""
+                terminalreporter.line(f"{state:8} {len(snippets)} of {len(states)} snippets{named}")
+
+
+def concerned_snippets(config) -> set[str] | None:
+    """The snippets whose CUDA records concern this run: a chapter's (--chapter), all of them (None) for a run
+    of the snippets' checks or of the whole suite, none for a run of other tests (the state of the CUDA records
+    is not its business). Read from the command line, as the controller of an xdist run holds no items."""
+    if (chosen := chapter_of(config)) is not None:
+        return set(chosen["snippets"])
+    paths = [Path(arg.split("::")[0]).resolve() for arg in config.args] or [ROOT]
+    if any(path.is_dir() or path.name == "test_facts.py" for path in paths):
+        return None
+    return set()

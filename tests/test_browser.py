@@ -68,7 +68,7 @@ def page_urls() -> list[str]:
     urls = []
     from scripts import chapters  # notebooks are built with the site, one per chapter
 
-    sources = sorted(docs.rglob("*.md")) + [docs / name for name in chapters.notebooks()]
+    sources = [docs / name for name in sorted(chapters.pages())] + [docs / name for name in chapters.notebooks()]
     for source in sources:
         relative = source.relative_to(docs)
         if relative.parts[0] in ("outputs", "assets", "figures"):

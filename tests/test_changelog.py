@@ -14,6 +14,8 @@ import pytest
 
 from scripts import changelog, records
 
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 GUARDS = next(item for item in changelog.NOTABLE if item.snippet == "dissecting/dynamo_guards.py")
 

@@ -25,6 +25,8 @@ import pytest
 from scripts import chapters as model
 from scripts import records
 
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
+
 DOCS = records.ROOT / "docs"
 REGIMES = "dissecting/regimes.md"
 OPENING_LINES = 25

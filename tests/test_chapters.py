@@ -11,6 +11,8 @@ import pytest
 
 from scripts import chapters, directives, records, render, runner
 
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
+
 PAGE = """\
 # A chapter
 

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from scripts import diagrams
+from scripts import chapters, diagrams
+
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
 
 # Two graphs of one graph break, as torch.compile's Dynamo prints them (both use the module's linear1).
 W, B = "l_self_modules_linear1_parameters_weight_", "l_self_modules_linear1_parameters_bias_"
@@ -156,6 +158,6 @@ def test_each_committed_diagram_is_drawn_from_its_source(source):
 def test_every_page_image_of_a_diagram_has_its_source():
     """Each docs/assets/diagrams/*.svg a page shows is made from a DOT file, and every DOT file is used."""
     docs = diagrams.ROOT / "docs"
-    shown = {m for page in docs.rglob("*.md") if "outputs" not in page.parts
-             for m in re.findall(r"assets/diagrams/([\w-]+)\.svg", page.read_text())}
+    shown = {m for name in chapters.pages(docs) for m in re.findall(r"assets/diagrams/([\w-]+)\.svg",
+                                                                     (docs / name).read_text())}
     assert shown == {p.stem for p in diagrams.sources()}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scripts import glossary, records
+
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
 
 DOCS = records.ROOT / "docs"
 # The terms issue 40 asked for by name: pages use them before, or without, defining them.

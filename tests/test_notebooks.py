@@ -16,6 +16,8 @@ import pytest
 
 from scripts import chapters, notebook_runs, notebooks, records
 
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
+
 ROOT = notebooks.ROOT
 NAMES = list(chapters.notebooks())
 

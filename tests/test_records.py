@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import measures, records
+from scripts import chapters, measures, records
 from scripts.regenerate import GENERIC_USERS
 
 RECORDS = records.all_records()
@@ -418,8 +418,8 @@ def test_pages_state_the_floors_the_rule_uses():
     """A page that says where "about the same" ends says what measures.judge applies, on both devices."""
     rule = (r"between\s+1 / ([\d.]+) and [\d.]+ on\s+the\s+CPU\s+runners\s+and\s+between\s+1 / ([\d.]+) and [\d.]+"
             r"\s+on\s+a\s+GPU\s+\(`measures.FLOORS`\)")
-    stated = {(page.name, float(cpu), float(cuda)) for page in (records.ROOT / "docs").rglob("*.md")
-              if "outputs" not in page.parts for cpu, cuda in re.findall(rule, page.read_text())}
+    stated = {(page.name, float(cpu), float(cuda)) for page in (chapters.DOCS / name for name in chapters.pages())
+              for cpu, cuda in re.findall(rule, page.read_text())}
     assert {"reproduce.md", "guide.md"} <= {name for name, _, _ in stated}, stated
     assert all((cpu, cuda) == (measures.FLOORS["cpu"], measures.FLOORS["cuda"]) for _, cpu, cuda in stated), stated
 

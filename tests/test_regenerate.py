@@ -333,10 +333,26 @@ def test_each_snippet_gets_compiler_caches_of_its_own(tree):
             f"a snippet used the caller's {name}"
         )
     assert one["inductor"] != one["triton"]
-    # On CPU no GPU is visible and Triton kernels run in Triton's interpreter; the manifest says so.
-    assert (one["cuda_visible"], one["interpret"]) == ("", "1")
+    # On CPU no GPU is visible; a snippet that launches no Triton kernel gets no interpreter (the suite's own
+    # TRITON_INTERPRET does not reach it either), and the manifest says what was set.
+    assert (one["cuda_visible"], one["interpret"]) == ("", None)
+    manifest = json.loads((record(tree) / "manifest.json").read_text())
+    assert manifest["env_overrides"] == {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def test_only_a_snippet_that_launches_triton_runs_in_triton_s_interpreter(tree):
+    write(tree, "demo/hello.py", "import triton  # noqa: F401\n" + CACHES)
+    result = regenerate(tree, env=dict(os.environ, TRITON_INTERPRET="0"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    ran = json.loads((record(tree) / "files" / "results.json").read_text())
+    assert (ran["cuda_visible"], ran["interpret"]) == ("", "1")
     manifest = json.loads((record(tree) / "manifest.json").read_text())
     assert manifest["env_overrides"] == {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
+    # One decision for every writer (scripts/run_env.py): the recorder's, the suite's and the notebooks'.
+    from scripts import run_env
+
+    assert run_env.launches_triton("import triton\n") and not run_env.launches_triton("import torch\n")
+    assert 'os.environ.setdefault("TRITON_INTERPRET", "1")' in run_env.notebook_setup()
 
 
 # ---------------------------------------------------------------------------------------------------- --list

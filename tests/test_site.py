@@ -8,7 +8,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from scripts import records
+from scripts import chapters, records
+
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
 
 # Attributes through which a page *loads* something (links a reader clicks are fine).
 LOADS = re.compile(
@@ -84,7 +86,7 @@ def test_the_gpu_is_never_named_by_hand():
     an H200. A paragraph may name a part only as a compile target or for a model from published specifications."""
     typed = []
     allowed = re.compile(r"published|specification|datasheet|model|diagram|sm_\d+|target|compile|bound", re.IGNORECASE)
-    for page in sorted((records.ROOT / "docs").rglob("*.md")):
+    for page in (chapters.DOCS / name for name in chapters.pages()):
         for paragraph in re.split(r"\n\s*\n", page.read_text()):
             if re.search(r"\b(H100|H200|A100|B200)\b", paragraph) and not allowed.search(paragraph):
                 typed.append(f"{page.relative_to(records.ROOT)}: {paragraph.strip()[:160]}")
@@ -135,7 +137,7 @@ def test_every_internal_link_and_anchor_resolves(site):
     assert not broken, "broken links:\n" + "\n".join(sorted(set(broken)))
 
 
-PAGES = sorted(p for p in (records.ROOT / "docs").rglob("*.md") if "outputs" not in p.parts)
+PAGES = [chapters.DOCS / name for name in chapters.pages()]
 CUDA_BLOCK = re.compile(r"<!--\s*md:recorded\s[^>]*device=cuda[^>]*-->(.*?)<!--\s*md:end\s*-->", re.S)
 OUTPUT = re.compile(r"<!--\s*md:output\s+(\S+?\.py):(\S+?)(?:\s[^>]*)?-->")
 

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from stated_counts import HELD
 
-from scripts import directives, records
+from scripts import chapters, directives, records
+
+pytestmark = pytest.mark.site_wide  # reads the whole site: --chapter runs it (tests/conftest.py)
 
 DOCS = records.ROOT / "docs"
 FACTS = Path(__file__).parent / "facts"
@@ -54,7 +56,7 @@ def literals(check: Path) -> set[int]:
             if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool)}
 
 
-PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if "outputs" not in p.parts)
+PAGES = sorted(chapters.pages(DOCS))
 
 
 @pytest.mark.parametrize("page", PAGES)
