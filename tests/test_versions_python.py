@@ -10,7 +10,7 @@ from pathlib import Path
 
 from test_changelog import GUARDS, copy_records, sentences
 
-from scripts import changelog, records, releases
+from scripts import changelog, records
 
 
 def pythons_apart(item: changelog.Notable, found) -> list[tuple[str, str]]:
@@ -52,12 +52,19 @@ def test_the_python_clause_follows_the_manifests(tmp_path):
         assert other == same
 
 
-def test_the_pythons_a_chapter_names_for_the_guard_records_are_the_manifests():
-    """dynamo.md says which Python torch 2.11's guard record and the later ones ran on: the manifests hold it."""
-    text = (records.ROOT / "docs" / "dissecting" / "dynamo.md").read_text()
-    said = re.search(r"ran on Python (\d+\.\d+) and the\s+later ones on (\d+\.\d+)", text)
-    assert said, "dynamo.md no longer names the Pythons of the guard records: update this test"
-    found = sorted(releases.comparable(GUARDS.snippet, "cpu"), key=lambda r: records.version_key(r.release))
-    minor = {r.release: ".".join(r.environment["python"].split(".")[:2]) for r in found}
-    assert minor[found[0].release] == said.group(1) and found[0].release.startswith("2.11")
-    assert {minor[r.release] for r in found[1:]} == {said.group(2)}
+def test_the_pythons_a_chapter_names_for_torch_2_11_and_later_are_the_manifests():
+    """A chapter that says torch 2.11's record "ran on Python X, the later ones on Y" (dynamo.md, training.md) says
+    what every CPU manifest of those releases holds."""
+    said = [(page, m.group(1), m.group(2)) for page in sorted((records.ROOT / "docs").rglob("*.md"))
+            for m in re.finditer(r"ran on Python (\d+\.\d+),? (?:and )?the\s+later ones on (\d+\.\d+)",
+                                 page.read_text())]
+    assert {page.name for page, _, _ in said} >= {"dynamo.md", "training.md"}
+    minor = {}
+    for release, root in records.release_roots().items():
+        for record in records.find_records("cpu", root):
+            minor.setdefault(release, set()).add(".".join(record.environment["python"].split(".")[:2]))
+    older = [r for r in minor if r.startswith("2.11")]
+    later = [r for r in minor if records.version_key(r) > records.version_key("2.11.0")]
+    for page, old, new in said:
+        assert all(minor[r] == {old} for r in older) and older, (page.name, old, minor)
+        assert all(minor[r] == {new} for r in later) and later, (page.name, new, minor)
