@@ -93,8 +93,11 @@ class Finding:
 
 MODEL = "gpu_code/findings_model.py"
 # The costs the roofs leave out, measured on a GPU box: a chain of 100 tiny element-wise ops timed eager (one
-# dispatch and launch per op from the host), replayed as a CUDA graph (launches with no host in the way), and
-# compiled into one kernel (one compiled call: guards, wrapper, one launch).
+# dispatch and launch per op from the host), replayed as a CUDA graph (the GPU's own time per kernel, with no
+# host in the way), and compiled into one kernel (one compiled call: guards, wrapper, one launch). Each is a
+# lower bound on what a call of that kind costs there, so a row called overhead-bound is one for certain; a
+# row not called so may still be one (a further kernel of a compiled call costs its host launch, more than
+# the graph's time per kernel counted here).
 OVERHEADS = "dissecting/cuda_graphs.py"
 
 
@@ -104,12 +107,13 @@ class Overheads:
     hardware: str
     release: str
     eager_op_us: float  # one eager op from the host: the chain's eager time over its ops
-    launch_us: float  # one kernel replayed in a CUDA graph: the least a kernel took
+    launch_us: float  # the GPU's time per kernel in a CUDA graph replay: the least a further kernel adds
     compiled_call_us: float  # one compiled call of one kernel
 
     def floor(self, kernels: int, compiled: bool) -> float:
-        """The least a side of `kernels` kernels takes on that box: eager pays the host's cost per op; a compiled
-        call pays its own cost once and a launch for each further kernel."""
+        """A lower bound on what a side of `kernels` kernels takes on that box: eager pays the host's cost per
+        op; a compiled call pays its own cost once and, for each further kernel, at least the GPU's time per
+        kernel in a CUDA graph."""
         if compiled:
             return self.compiled_call_us + max(kernels - 1, 0) * self.launch_us
         return kernels * self.eager_op_us
@@ -131,8 +135,11 @@ def overheads(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS
 
 
 def is_compiled(key: str, work: str) -> bool:
-    """Whether a timed side is a compiled call (torch.compile's or jax.jit's), from its key and work label."""
-    return work.startswith(("compiled ", "jax.jit ")) or any(w in key.split(".")[-1] for w in ("compiled", "jit"))
+    """Whether a timed side is a compiled call (torch.compile's or jax.jit's), from its work label, or from its
+    key's last part holding the word "compiled" or "jit" (inference_compiled), not negated (no_jit)."""
+    words = key.split(".")[-1].split("_")
+    named = bool({"compiled", "jit"} & set(words)) and words[0] not in ("no", "not", "un", "uncompiled")
+    return work.startswith(("compiled ", "jax.jit ")) or named
 
 
 @dataclass

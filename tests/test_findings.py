@@ -177,7 +177,8 @@ def test_the_overheads_come_from_the_newest_cuda_record_of_the_chain():
 @pytest.mark.parametrize("key, work, compiled", [
     ("timing.eager", "f(float32[8])", False), ("timing.compiled", "compiled f(float32[8])", True),
     ("timing.inference_compiled", "infer(float32[8])", True), ("timing.jit", "jax.jit f(float32[8])", True),
-    ("timing_out.eager_out", "f_out(float32[8])", False),
+    ("timing_out.eager_out", "f_out(float32[8])", False), ("timing.no_jit", "f(float32[8])", False),
+    ("timing.uncompiled", "f(float32[8])", False),
 ])
 def test_a_side_is_compiled_by_its_work_label_or_its_key(key, work, compiled):
     assert findings.is_compiled(key, work) is compiled
