@@ -381,7 +381,10 @@ def messages(kind: str, shown: list[str], cases: dict[str, dict[str, dict]]) -> 
 def lookup(data: list[dict], script: str) -> str:
     """The lookup box and its data (the cases, and every id of the registry the build's torch ships); atlas.js
     runs it."""
-    payload = json.dumps({"cases": data, "registry": registry(), "site": SITE}, ensure_ascii=False,
+    hints: dict[str, int] = {}  # each hint once: many ids share one
+    ids = {gb: [name, explanation, [hints.setdefault(h, len(hints)) for h in said], older]
+           for gb, (name, explanation, said, older) in registry().items()}
+    payload = json.dumps({"cases": data, "registry": ids, "hints": list(hints), "site": SITE}, ensure_ascii=False,
                          separators=(",", ":")).replace("</", "<\\/")
     return (
         '<div class="mlc-atlas-lookup">\n'

@@ -55,14 +55,27 @@ def recompile_log(messages):
 
 
 def recompiles(fn, calls, **options):
-    """Compile fn afresh, make each call, return the recompile messages."""
+    """Compile fn afresh, make each call; return the recompile messages and what
+    each call returned."""
     torch._dynamo.reset()  # forget every earlier compile
     compiled = torch.compile(fn, backend="eager", **options)
-    messages = []
+    messages, outputs = [], []
     with recompile_log(messages):
         for call in calls:
-            call(compiled)
-    return [m for m in messages if m.startswith("Recompiling function")]
+            outputs.append(call(compiled))
+    return [m for m in messages if m.startswith("Recompiling function")], outputs
+
+
+def same(a, b):
+    """One result: a tensor's device, dtype, shape, requires_grad and values (to
+    float rounding)."""
+    if not (torch.is_tensor(a) and torch.is_tensor(b)):
+        return a == b
+    if (a.device, a.dtype, a.shape, a.requires_grad) != (
+            b.device, b.dtype, b.shape, b.requires_grad):
+        return False
+    return a.device.type == "meta" or torch.allclose(a.detach(), b.detach(),
+                                                     rtol=1e-5, atol=1e-6)
 
 
 def call(*args):  # one call of the compiled function with these arguments
@@ -70,18 +83,24 @@ def call(*args):  # one call of the compiled function with these arguments
 
 
 def case(name, what, fn, calls, fix, fixed_calls, fixed_fn=None, options=None,
-         fixed_options=None, fixed_config=None):
-    """Count the recompiles of the calls, then of the fixed calls; keep both."""
-    before = recompiles(fn, calls, **(options or {}))
+         fixed_options=None, fixed_config=None, changes=None, kind="fix", reset=None):
+    """Count the recompiles of the calls, then of the fixed calls; keep both, and
+    whether the fixed calls, compiled, returned what the calls return eagerly."""
+    want = [call(fn) for call in calls]  # the original calls, run eagerly
+    if reset:
+        reset()  # undo what those calls changed
+    before, _ = recompiles(fn, calls, **(options or {}))
     with torch._dynamo.config.patch(**(fixed_config or {})):  # a config fix, if any
-        after = recompiles(fixed_fn or fn, fixed_calls, **(fixed_options or {}))
+        after, got = recompiles(fixed_fn or fn, fixed_calls, **(fixed_options or {}))
+    equal = len(want) == len(got) and all(map(same, want, got))
     first = before[0].splitlines() if before else ["(no recompile)"]
     failed = next((line.strip() for line in first if line.strip().startswith("- ")),
                   first[0])
     print(f"{name}: {len(before)} recompile(s), then {len(after)} with the fix")
     print(f"    {normalised(failed)[:84]}")
     atlas[name] = {"what": what, "id": None, "fix": fix, "before": len(before),
-                   "after": len(after),
+                   "after": len(after), "fix_kind": kind, "same": equal,
+                   "changes": changes,
                    "message": normalised(before[0]) if before else ""}
 
 
@@ -123,15 +142,18 @@ case("size_0_1", "a dynamic size becomes 1 (dynamic=True: 8 rows, then 1)", scal
 case("dtype", "a float32 tensor, then a float64 one", scale,
      [call(x8), call(x8.double())],
      "convert at the call: x.float(), so the function sees one dtype",
-     [call(x8), call(x8.double().float())])
+     [call(x8), call(x8.double().float())],
+     changes="The float64 call is computed in float32.")
 case("device", f"a tensor on {device}, then one on {other_device}", scale,
      [call(x8), call(x8.to(other_device))],
      "move at the call: x.to(device), so the function sees one device",
-     [call(x8), call(x8.to(device))])
+     [call(x8), call(x8.to(device))],
+     changes=f"The call on {other_device} runs on {device}.")
 case("requires_grad", "a tensor without, then one with requires_grad", scale,
      [call(x8), call(x8.clone().requires_grad_())],
      "x.detach() at the call where no gradient is wanted",
-     [call(x8), call(x8.clone().requires_grad_().detach())])
+     [call(x8), call(x8.clone().requires_grad_().detach())],
+     changes="That call's result has no gradient: right only where none is wanted.")
 # --8<-- [end:tensors]
 
 
@@ -171,7 +193,8 @@ def default_dtype(dtype):
 case("grad_mode", "called with gradients on, then under torch.no_grad()",
      no_grad_inside, [call(x8), in_mode(torch.no_grad(), x8)],
      "call in one grad mode; torch.no_grad() inside fn does not change the guard",
-     [call(x8), call(x8)])
+     [call(x8), call(x8)],
+     changes="Both calls run with gradients on, as the first did.")
 case("autocast", "called plainly, then under torch.autocast", scale,
      [call(x8), in_mode(torch.autocast(device), x8)],
      "enter autocast inside the compiled function, not around the call",
@@ -205,14 +228,14 @@ def run(module, x):
 def with_factor(module, factor, x):  # change the attribute, then call
     def change_and_call(compiled):
         module.factor = factor
-        compiled(module, x)
+        return compiled(module, x)
     return change_and_call
 
 
 def freeze_then_call(module, x):  # a layer frozen after the first compile
     def freeze(compiled):
         module.linear.weight.requires_grad_(False)
-        compiled(module, x)
+        return compiled(module, x)
     return freeze
 
 
@@ -226,11 +249,12 @@ class ScaledByBuffer(Scaled):  # the fix: the factor in a 0-d tensor, a buffer
 def with_buffer(module, factor, x):  # change the buffer's value in place, then call
     def change_and_call(compiled):
         module.factor.fill_(factor)
-        compiled(module, x)
+        return compiled(module, x)
     return change_and_call
 
 
 m, mb = Scaled(2), ScaledByBuffer(2)
+mb.linear.load_state_dict(m.linear.state_dict())  # the same layer, to compare
 case("module_int", "an int attribute of a module changes (2, 3, 4)", run,
      [with_factor(m, n, x8) for n in (2, 3, 4)],
      "keep it in a 0-d tensor, a buffer, and change its value",
@@ -238,14 +262,59 @@ case("module_int", "an int attribute of a module changes (2, 3, 4)", run,
 # The message's own hint: ints on modules may be symbols. Then only the first
 # change recompiles, as with automatic dynamic shapes.
 with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
-    hinted = recompiles(run, [with_factor(m, n, x8) for n in (2, 3, 4)])
+    hinted, _ = recompiles(run, [with_factor(m, n, x8) for n in (2, 3, 4)])
 print(f"    module_int with allow_unspec_int_on_nn_module: {len(hinted)} recompile(s)")
 frozen, unfrozen = Scaled(2), Scaled(2)
+frozen.load_state_dict(unfrozen.state_dict())
 frozen.linear.weight.requires_grad_(False)
 case("parameter", "a parameter's requires_grad changes (a layer frozen)", run,
      [call(unfrozen, x8), freeze_then_call(unfrozen, x8)],
      "freeze layers before the first compile",
-     [call(frozen, x8), call(frozen, x8)])
+     [call(frozen, x8), call(frozen, x8)],
+     reset=lambda: unfrozen.linear.weight.requires_grad_(True))
+
+
+class Dropless(torch.nn.Module):  # behaves differently in training and in eval
+    def forward(self, x):
+        return x * 2 if self.training else x
+
+
+def in_training(module, training, x):  # model.train() or model.eval(), then call
+    def switch_and_call(compiled):
+        module.train(training)
+        return compiled(module, x)
+    return switch_and_call
+
+
+modes = Dropless()
+switches = [in_training(modes, t, x8) for t in (True, False, True, False)]
+case("train_eval", "model.train(), model.eval(), and back, twice", run, switches,
+     "none needed: each mode compiles once, and switching back reuses its entry",
+     switches, kind="none_needed")
+square = torch.randn(4, 4, device=device)
+case("strides", "a tensor, then its transpose (other strides)", scale,
+     [call(square), call(square.t())],
+     "x.contiguous() at the call: one layout",
+     [call(square), call(square.t().contiguous())])
+params = [torch.nn.Parameter(torch.randn(n, device=device)) for n in (4, 8, 16)]
+
+
+def decay(p):
+    return p * 0.99
+
+
+def marked_param(p):  # mark_dynamic on the first parameter, then call
+    def mark_and_call(compiled):
+        torch._dynamo.mark_dynamic(p, 0)
+        return compiled(p)
+    return mark_and_call
+
+
+case("parameter_sizes", "parameters of 3 sizes through one function", decay,
+     [call(p) for p in params],
+     "force_parameter_static_shapes=False and mark_dynamic (the message's hint)",
+     [marked_param(params[0])] + [call(p) for p in params[1:]],
+     fixed_config={"force_parameter_static_shapes": False})
 # --8<-- [end:modules]
 results["module_int_hinted"] = len(hinted)
 
@@ -288,7 +357,7 @@ def with_global(value, x):  # set the global, then call
     def set_and_call(compiled):
         global SCALE
         SCALE = value
-        compiled(x)
+        return compiled(x)
     return set_and_call
 
 
@@ -355,14 +424,15 @@ print(normalised(warning))
 # --8<-- [end:limit]
 recompiled = [m for m in messages if m.startswith("Recompiling function")]
 # The fix: mark the size dynamic. It holds under dynamic=False too.
-fixed = recompiles(scale, [call(marked(sizes[0]))] + [call(x) for x in sizes[1:]],
-                   dynamic=False)
+fixed, got = recompiles(scale, [call(marked(sizes[0]))] + [call(x) for x in sizes[1:]],
+                        dynamic=False)
 atlas["recompile_limit"] = {
     "what": f"{len(sizes)} sizes under dynamic=False, limit {limit}", "id": None,
     "message": normalised(warning), "before": len(recompiled),
     "fix": "torch._dynamo.mark_dynamic(x, 0) on the first input "
            f"(or raise torch._dynamo.config.{limit_name})",
-    "after": len(fixed)}
+    "after": len(fixed), "fix_kind": "fix", "changes": None,
+    "same": all(map(same, [scale(x) for x in sizes], got))}
 results["limit"] = {"name": limit_name, "value": limit, "calls": len(sizes),
                     "graphs": len(graphs), "matches_eager": right}
 print(f"limit: {len(recompiled)} recompile(s), then {len(fixed)} with the fix")

@@ -275,7 +275,9 @@
         .sort(function (a, b) { return b.score - a.score; });
       match = hits.length > 0 && hits[0].score >= NO_ID;
     }
-    return {id: id, registry: id ? data.registry[id] || null : null, hits: hits.slice(0, SHOWN), match: match,
+    var found = id && data.registry[id];
+    var said = found ? [found[0], found[1], found[2].map(function (h) { return data.hints[h]; }), found[3]] : null;
+    return {id: id, registry: said, hits: hits.slice(0, SHOWN), match: match,
             shared: shared, skipped: text.indexOf("Failed to handle graph break gracefully") >= 0,
             site: data.site};
   }

@@ -22,7 +22,12 @@ GUARDS = {
     "closure": "factor == 2",
     "global_value": "G['SCALE'] == 2",
     "recompile_limit": "hit config.recompile_limit (8)",
+    "train_eval": ".training == True",
+    "strides": "tensor 'x' stride mismatch",
+    "parameter_sizes": "force_parameter_static_shapes = False",
 }
+# Fixes that change what the calls compute, each saying how in one sentence; every other fix is proven the same.
+CHANGES = {"dtype", "device", "requires_grad", "grad_mode"}
 
 
 @check("graph_mode/recompile_atlas.py")
@@ -30,11 +35,18 @@ def _(record):
     results = record.results
     assert results["atlas_kind"] == "recompile"
     atlas = results["atlas"]
-    assert len(atlas) >= 13 and set(GUARDS) | {"autocast"} == set(atlas), sorted(atlas)
+    assert len(atlas) >= 16 and set(GUARDS) | {"autocast"} == set(atlas), sorted(atlas)
     for name, entry in atlas.items():
-        assert set(entry) == {"what", "id", "message", "before", "fix", "after"}, name
-        assert entry["after"] == 0, (name, entry)  # the fix removes every recompile
+        assert set(entry) == {"what", "id", "message", "before", "fix", "after", "fix_kind", "same", "changes"}, name
+        if entry["fix_kind"] == "none_needed":  # a recompile that is right: each mode once, then reused
+            assert entry["after"] == entry["before"] == 1, (name, entry)
+        else:
+            assert entry["after"] == 0, (name, entry)  # the fix removes every recompile
+        # The fixed calls, compiled, return what the original calls return eagerly, or the fix says what changes.
+        assert entry["same"] or entry["changes"], (name, entry)
         assert "/" not in entry["message"].replace("https://", "").split("\n")[0], entry["message"]
+    assert {name for name, entry in atlas.items() if entry["changes"]} == CHANGES
+    assert not atlas["dtype"]["same"] and not atlas["requires_grad"]["same"]
     # 2.11 reuses the entry when a parameter of the same module is frozen in place; 2.13 and 2.15 recompile.
     frozen_caught = record.made_with((2, 13))
     for name, guard in GUARDS.items():
