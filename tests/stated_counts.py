@@ -23,6 +23,13 @@ HELD = {
     "dissecting/bytecode.md": {
         "three lines": "facts/dissecting/dynamo_bytecode.py",
     },
+    "dissecting/compiler-crash.md": {
+        "two graphs": "facts/dissecting/compiler_crash.py",  # the fence: a graph on each side of the break
+        "1 graphs": "fact: a quiz's arithmetic, b + 1 graphs for b breaks in straight-line code",
+        "three calls": "fact: a quiz's hypothetical forward, not a count of the snippet",
+        "3 breaks": "fact: a quiz's hypothetical forward, not a count of the snippet",
+        "4 graphs": "fact: a quiz's hypothetical forward, not a count of the snippet",
+    },
     "dissecting/control-flow.md": {
         "two graphs": "facts/dissecting/control_flow.py",
     },
