@@ -25,6 +25,10 @@ run's output is kept under .cache/regenerate/failed/ for reading. A snippet whos
 unless --force. With --jobs N, the snippets that time nothing (budget.times_something) run N at a time
 first, and each of their manifests says so (side_by_side); the ones that time something then run alone.
 
+This module is the command line and the run loop; a record's manifest and the scrubbing of private text are
+scripts/manifest.py's, packing and unpacking scripts/packing.py's, the budget's plan scripts/budget.py's, the
+environment of a snippet's process scripts/run_env.py's. run_one runs one snippet from a RunSpec.
+
 Needs only the Python standard library and what the snippets import (torch, triton, numpy, matplotlib).
 Exit status: 0 all recorded or fresh, 1 some snippet failed, 2 bad arguments (nothing written), 130 stopped.
 """
@@ -34,31 +38,28 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import datetime as dt
 import fcntl
 import fnmatch
-import getpass
 import json
 import os
-import platform
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
-from importlib import metadata, util
+from dataclasses import dataclass
+from importlib import util
 from pathlib import Path
 
-from scripts import budget, measures, records, run_env, skips
+from scripts import budget, manifest, measures, packing, records, run_env, skips
+from scripts.manifest import GENERIC_USERS, environment, scrub_tree, scrubber, version_of  # noqa: F401 (theirs)
+from scripts.packing import pack, swap_into_place, unpack  # noqa: F401 (the CLI's, and callers')
 from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-GENERIC_USERS = {"root", "user", "runner", "ubuntu", "admin", "nobody"}
 
 
 def shown(path: Path) -> str:
@@ -97,156 +98,7 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def version_of(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def cpu_caches() -> dict:
-    """This CPU's caches as Linux lists them for core 0 ({"L1d": bytes, "L2": ..., "L3": ...}), and
-    llc_bytes, the largest: what "bigger than the caches" is measured against."""
-    caches = {}
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        with contextlib.suppress(OSError, ValueError):
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
-            units = {"K": 2**10, "M": 2**20, "G": 2**30}
-            caches[f"L{level}" + ("d" if kind == "Data" else "i" if kind == "Instruction" else "")] = (
-                int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size))
-    if caches:
-        caches["llc_bytes"] = max(caches.values())
-    return caches
-
-
-# The CPU flags that change a result or a kernel: Inductor's vector width, and whether oneDNN has a bfloat16
-# path (set_float32_matmul_precision("medium") changes a CPU matmul only where it does).
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
-
-
-def cpu_isa() -> dict:
-    """The CPU's vector instruction set: torch's detected capability ('AVX2', 'AVX512'), whether oneDNN has
-    a bfloat16 matmul here, and which of ISA_FLAGS /proc/cpuinfo lists."""
-    isa: dict = {}
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                present = set(line.split(":", 1)[1].split())
-                isa["flags"] = [flag for flag in ISA_FLAGS if flag in present]
-                break
-    with contextlib.suppress(Exception):  # a torch too old or too new for one of these: the rest still holds
-        import torch
-
-        isa["capability"] = torch.backends.cpu.get_cpu_capability()
-        isa["mkldnn_bf16"] = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    return isa
-
-
-def environment(device: str) -> dict:
-    env = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "torch": version_of("torch"),
-        "triton": version_of("triton"),
-        "numpy": version_of("numpy"),
-        "jax": version_of("jax"),
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "caches": cpu_caches(),
-        "cpu_isa": cpu_isa(),
-    }
-    if device == "cuda":
-        import torch
-
-        props = torch.cuda.get_device_properties(0)
-        env.update(
-            gpu=props.name,
-            gpu_count=torch.cuda.device_count(),
-            gpu_memory_gib=round(props.total_memory / 2**30, 1),
-            sm_count=props.multi_processor_count,
-            compute_capability=f"{props.major}.{props.minor}",
-            cuda=torch.version.cuda,
-            driver=nvidia_driver(),
-            gpu_l2_bytes=getattr(props, "L2_cache_size", None),
-        )
-    return env
-
-
-def nvidia_driver() -> str | None:
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30, check=True,
-        ).stdout
-        return out.strip().splitlines()[0]
-    return None
-
-
-# -------------------------------------------------------------------------------------------- scrubbing
-
-
-def scrubber(extra_paths: list[Path]):
-    """Return a function that replaces what is private to this machine with stable placeholders."""
-    paths = {str(ROOT): "<repo>", str(Path.home()): "~", tempfile.gettempdir(): "<tmp>"}
-    if sys.prefix != sys.base_prefix:  # a venv outside the repository (one per torch release, say)
-        paths[sys.prefix] = "<venv>"
-    paths.update({str(p): "<tmp>" for p in extra_paths})
-    for original, placeholder in list(paths.items()):
-        with contextlib.suppress(OSError):
-            paths.setdefault(os.path.realpath(original), placeholder)
-    # Longest first, so the repo inside home becomes <repo>, not ~/...
-    ordered = sorted((p for p in paths.items() if len(p[0]) > 1), key=lambda p: -len(p[0]))
-    rules: list[tuple[re.Pattern, str]] = [(re.compile(re.escape(p)), r) for p, r in ordered]
-    rules += [
-        (re.compile(r"/tmp/[\w.\-]+"), "<tmp>"),
-        (re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x<addr>"),
-        (re.compile(r"\b0x(?:7f|55|56)[0-9a-fA-F]{10}\b"), "0x<addr>"),
-    ]
-    host = socket.gethostname()
-    if len(host) >= 3:
-        rules.append((re.compile(rf"\b{re.escape(host)}\b"), "<host>"))
-    user = getpass.getuser()
-    if user not in GENERIC_USERS and len(user) >= 3:
-        rules.append((re.compile(rf"\b{re.escape(user)}\b"), "<user>"))
-
-    def scrub(text: str) -> str:
-        for pattern, placeholder in rules:
-            text = pattern.sub(placeholder, text)
-        return text
-
-    return scrub
-
-
-def scrub_tree(folder: Path, scrub) -> None:
-    for path in folder.rglob("*"):
-        if path.is_file():
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                continue  # binary files are kept as written
-            path.write_text(scrub(text), encoding="utf-8")
-
-
 # ---------------------------------------------------------------------------------------- atomic writes
-
-
-def swap_into_place(new: Path, final: Path) -> None:
-    """Replace `final` with the finished folder `new` by two renames; recover() undoes a half-done swap."""
-    old = final.with_name(f".{final.name}.old-{os.getpid()}")
-    if final.exists():
-        final.rename(old)
-    new.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def recover(device_dir: Path) -> None:
@@ -310,10 +162,32 @@ def snippet_env(scratch: Path, device: str, source: str = "") -> tuple[dict, dic
     return env, overrides
 
 
-def time_left(args) -> float:
+@dataclass(frozen=True)
+class RunSpec:
+    """What one snippet's run needs to know (run_one): its device, where the snippets are, where its record
+    and a failed run's output go, how many fresh processes a timed snippet gets, the limit on each process,
+    and the monotonic time a --budget ends (None without one)."""
+
+    device: str
+    outputs_dir: Path
+    failed_dir: Path
+    snippets_dir: Path = records.SNIPPETS
+    processes: int = records.PROCESSES
+    timeout: float = 900.0
+    deadline: float | None = None
+
+    @classmethod
+    def of(cls, args) -> RunSpec:
+        """The spec the command line asks for."""
+        return cls(args.device, args.outputs_dir, args.failed_dir, args.snippets_dir, args.processes, args.timeout,
+                   getattr(args, "deadline", None))
+
+
+def time_left(spec: RunSpec) -> float:
     """The per-snippet limit, cut to what is left of a --budget."""
-    deadline = getattr(args, "deadline", None)
-    return args.timeout if deadline is None else max(1.0, min(args.timeout, deadline - time.monotonic()))
+    if spec.deadline is None:
+        return spec.timeout
+    return max(1.0, min(spec.timeout, spec.deadline - time.monotonic()))
 
 
 RUNNING: set[subprocess.Popen] = set()  # snippet processes now running, from any thread
@@ -346,7 +220,7 @@ def launch(command: list[str], cwd: Path, env: dict, out: Path, err: Path, timeo
             RUNNING.discard(process)
 
 
-def repeat(source: Path, work: Path, scratch: Path, env: dict, args, progress) -> tuple[int | None, str]:
+def repeat(source: Path, work: Path, scratch: Path, env: dict, args: RunSpec, progress) -> tuple[int | None, str]:
     """Run a snippet that times something again in fresh processes (records.PROCESSES in all), each with empty
     compiler caches of its own as the first had (a compile time is then the same quantity in every process),
     and pool each timing over every process into results.json."""
@@ -398,7 +272,7 @@ def ran_on(work: Path, device: str) -> tuple[int, str] | None:
     return None
 
 
-def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
+def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: None,
             side_by_side: int = 1) -> tuple[bool, float, str]:
     """Run one snippet into a hidden folder beside its record (again in fresh processes if it times
     something); swap it in if every run succeeded. `side_by_side`: how many snippets the recorder ran at once
@@ -439,23 +313,9 @@ def run_one(snippet: str, args, env_info: dict, progress=lambda text: None,
     except (ValueError, AttributeError):
         unsteady = {}
 
-    manifest = {
-        "snippet": f"snippets/{snippet}",
-        "sha256": records.source_sha256(source),
-        "device": args.device,
-        "command": f"python scripts/runner.py snippets/{snippet} <record>",
-        "env_overrides": overrides,
-        "exit_status": status,
-        "duration_s": round(duration, 2),
-        "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-        "environment": env_info,
-        **({"side_by_side": side_by_side} if side_by_side > 1 else {}),
-        # Timings whose fresh processes disagree beyond measures.UNSTEADY: made while something else ran.
-        **({"unsteady": unsteady} if unsteady else {}),
-        "files": sorted(p.relative_to(work / records.FILES).as_posix()
-                        for p in (work / records.FILES).rglob("*") if p.is_file()),
-    }
-    (work / records.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    made = manifest.make(snippet, source, args.device, status, duration, env_info, overrides, work / records.FILES,
+                         side_by_side, unsteady)
+    (work / records.MANIFEST).write_text(json.dumps(made, indent=2) + "\n")
     if status != 0:
         kept = records.record_dir(snippet, args.device, args.failed_dir)
         shutil.rmtree(kept, ignore_errors=True)
@@ -611,7 +471,7 @@ def regenerate(args) -> int:
             say(f"{prefix} running {snippet} ..." + (f" (beside up to {side_by_side - 1} others)"
                                                       if side_by_side > 1 else ""))
             ok, duration, detail = run_one(
-                snippet, args, env_info, progress=lambda text: say(f"{prefix}   ... {snippet}: {text}"),
+                snippet, RunSpec.of(args), env_info, progress=lambda text: say(f"{prefix}   ... {snippet}: {text}"),
                 side_by_side=side_by_side)
             with printing:
                 counts["ran" if ok else "failed"] += 1
@@ -669,81 +529,6 @@ def regenerate(args) -> int:
         print(f"budget: {len(waiting)} snippet(s) left, about {sum(expected[s][0] for s in waiting):.0f} s by "
               f"their estimates; unpack this part at home, commit it, and run the same command again to go on")
     return 1 if counts["failed"] else 0
-
-
-# ------------------------------------------------------------------------------------ archive transport
-
-
-def pack(outputs_dir: Path, device: str, archive: Path, failed_dir: Path | None = None,
-         only: list[str] | None = None) -> tuple[int, int]:
-    """Write every record of `device` (or those of the snippets in `only`) into one .tar.gz (atomically),
-    members named <device>/<record>/..., and the kept output of each failed run as failed/<device>/<record>/...,
-    so that at home the record it failed to replace reads "failed", never "fresh". Returns (records, failed
-    runs)."""
-    found = [r for r in records.find_records(device, outputs_dir) if only is None or r.snippet in only]
-    failed = records.find_records(device, failed_dir) if failed_dir is not None else []
-    archive = Path(archive)
-    partial = archive.with_name(f".{archive.name}.partial")
-    with tarfile.open(partial, "w:gz") as tar:
-        for record in found:
-            tar.add(record.folder, arcname=record.folder.relative_to(outputs_dir).as_posix(), filter=_plain)
-        for record in failed:
-            tar.add(record.folder, arcname="failed/" + record.folder.relative_to(failed_dir).as_posix(),
-                    filter=_plain)
-    partial.rename(archive)
-    return len(found), len(failed)
-
-
-def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    return info
-
-
-def unpack(archive: Path, outputs_dir: Path, failed_dir: Path = records.FAILED) -> int:
-    """Put each record of an archive made by --archive in place, one atomic swap per record, under the torch
-    release that made it (a GPU box's older torch goes to docs/outputs/torch-<release>/); failed runs
-    (failed/<device>/...) go where the recorder keeps failed runs, so their records read "failed"."""
-    try:
-        tar = tarfile.open(archive, "r:*")
-    except (OSError, tarfile.TarError) as error:
-        raise UsageError(f"cannot read archive {archive}: {' '.join(str(error).split())}") from None
-    with tar, tempfile.TemporaryDirectory(dir=_mkdir(outputs_dir), prefix=".unpack-") as tmp:
-        members = tar.getmembers()
-        for member in members:
-            parts = Path(member.name).parts
-            if parts and parts[0] == "failed":
-                parts = parts[1:]
-            if (
-                member.name.startswith("/") or ".." in parts or not parts or parts[0] not in DEVICES
-                or not (member.isfile() or member.isdir())
-            ):
-                raise UsageError(f"{archive}: refusing member {member.name!r} (not a record under cpu/ or cuda/)")
-        tar.extractall(tmp, filter="data") if sys.version_info >= (3, 12) else tar.extractall(tmp)
-        found = []
-        for device in DEVICES:
-            found += records.find_records(device, Path(tmp))
-        for record in found:
-            try:
-                record.validate()
-            except records.CorruptRecord as error:
-                raise UsageError(f"{archive}: {record.device}/{record.snippet[:-3]}: {error}") from None
-        for record in found:  # each into the folder of the torch release that made it
-            final = records.release_root(record.release, outputs_dir) / record.folder.relative_to(tmp)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            swap_into_place(record.folder, final)
-        for device in DEVICES:
-            for record in records.find_records(device, Path(tmp) / "failed"):
-                final = (records.release_root(record.release, failed_dir)
-                         / record.folder.relative_to(Path(tmp) / "failed"))
-                final.parent.mkdir(parents=True, exist_ok=True)
-                swap_into_place(record.folder, final)
-    return len(found)
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 # ------------------------------------------------------------------------------------------------- main
@@ -865,7 +650,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.unpack:
             outputs = args.outputs_dir or records.OUTPUTS
             for archive in args.unpack:
-                count = unpack(archive, outputs, args.failed_dir or records.FAILED)
+                try:
+                    count = unpack(archive, outputs, args.failed_dir or records.FAILED)
+                except packing.ArchiveError as error:
+                    raise UsageError(str(error)) from None
                 print(f"unpacked {count} records from {archive} into {shown(outputs)}")
             return 0
         if args.list:
