@@ -43,16 +43,17 @@ gpu = {}  # inductor_cuda_code.py's H100 stand-ins, read below with the workload
 
 # --8<-- [start:specs]
 # Published peak rates, per GPU, dense (no 2:4 sparsity), from NVIDIA's datasheets:
-# H100 SXM5 and H200 SXM (H100 and H200 Tensor Core GPU datasheets), B200 (HGX B200
-# specifications, 1,000 W). Every workload here is float32: PyTorch runs a float32
-# matmul on CUDA cores (torch.backends.cuda.matmul.fp32_precision is "none" by
-# default) and a float32 convolution on TF32 tensor cores (cudnn.conv's is "tf32").
+# H100 SXM5 and H200 SXM (H100 and H200 Tensor Core GPU datasheets), B200 (NVIDIA's
+# current HGX B200 table; its March 2024 technical brief gave 80 TFLOP/s and 8 TB/s).
+# Every workload here is float32: PyTorch runs a float32 matmul on CUDA cores
+# (torch.backends.cuda.matmul.fp32_precision is "none" by default) and a float32
+# convolution on TF32 tensor cores (cudnn.conv's is "tf32").
 GPUS = {  # HBM bandwidth in TB/s; FP32 (CUDA cores) and TF32 (tensor cores) TFLOP/s
     "h100": {"name": "H100 SXM", "tb_per_s": 3.35, "fp32_tflops": 67,
              "tf32_tflops": 494},
     "h200": {"name": "H200 SXM", "tb_per_s": 4.8, "fp32_tflops": 67,
              "tf32_tflops": 494},
-    "b200": {"name": "B200", "tb_per_s": 8.0, "fp32_tflops": 80, "tf32_tflops": 1100},
+    "b200": {"name": "B200", "tb_per_s": 7.7, "fp32_tflops": 75, "tf32_tflops": 1100},
 }
 # --8<-- [end:specs]
 
