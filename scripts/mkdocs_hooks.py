@@ -7,11 +7,17 @@
   (scripts/glossary.py);
 - on_page_content / on_page_context / on_post_page: a term keeps its tooltip at its first use only; a
   notebook page is left out of search, and the navigation highlights its chapter;
-- on_post_build: copies the figures drawn for the pages into the site.
+- on_post_build: copies the figures drawn for the pages into the site, and gives the search index the parts of
+  each name and the names each section teaches (scripts/search_index.py).
+
+A notebook's links start with the site's address: SITE_URL, which the publishing workflow sets (gh-deploy refuses
+to run without it); under `mkdocs serve`, the address it serves; otherwise mkdocs.yml's fallback, and the
+notebook's first cell says so.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -20,16 +26,26 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from scripts import chapters, directives, glossary, notebooks, render
+from scripts import chapters, directives, glossary, notebooks, render, search_index
 
 _DRAWN: dict[str, str] = {}  # site path -> cached figure, for on_post_build
 _CHAPTER: dict[str, str] = {}  # a notebook's src_uri -> its chapter's src_uri
+_COMMAND: list[str] = []  # the mkdocs command: build, serve or gh-deploy
+
+
+def on_startup(command, dirty):
+    _COMMAND[:] = [command]
 
 
 @event_priority(50)  # before mkdocs-jupyter wraps the .ipynb files it renders
 def on_files(files, config):
+    published = bool(os.environ.get("SITE_URL"))
+    command = _COMMAND[0] if _COMMAND else "build"
+    if command == "gh-deploy" and not published:
+        raise PluginError("gh-deploy needs the site's address in SITE_URL: the notebooks' links are made from it")
+    where = notebooks.where_the_site_is(config["site_url"], published, serving=command == "serve")
     try:
-        names = notebooks.write_all()
+        names = notebooks.write_all(site=config["site_url"], where=where)
     except chapters.ChapterError as error:
         raise PluginError(str(error)) from None
     _CHAPTER.clear()
@@ -88,8 +104,14 @@ def seams(html_text: str) -> str:
     return CELL.sub(lambda cell: cell[1] + CODE.sub(in_code, cell[2]) + cell[3], html_text)
 
 
+# A recorded number's source is its title; Material shows a title as a tooltip on tap only on <abbr> (the feature
+# content.tooltips), so a recorded value is one: a phone shows where the number came from, as a mouse does.
+RECORDED_VALUE = re.compile(r'<span (class="recorded[^"]*" title="[^"]*")>(.*?)</span>', re.S)
+
+
 def on_page_content(html_text, page, config, files):
     html_text = seams(glossary.first_use_only(html_text))
+    html_text = RECORDED_VALUE.sub(r"<abbr \1>\2</abbr>", html_text)
     html_text = RECORDED.sub(lambda m: f"<{m[1]} data-search-exclude {m[0][len(m[1]) + 2:]}", html_text)
     if page.file.src_uri in _CHAPTER:
         # A notebook repeats its chapter: search lands on the chapter, never on its notebook.
@@ -116,8 +138,13 @@ def on_post_page(output, page, config):
     return output
 
 
+@event_priority(-100)  # after Material's search plugin has written the index
 def on_post_build(config):
     site = Path(config["site_dir"])
+    try:
+        search_index.rewrite(site)
+    except ValueError as error:
+        raise PluginError(str(error)) from None
     for site_path, cached in _DRAWN.items():
         target = site / site_path
         target.parent.mkdir(parents=True, exist_ok=True)

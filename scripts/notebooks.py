@@ -131,9 +131,9 @@ def as_markdown(admonition: re.Match, body: list[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------- links
 
 
-def site_link(target: str, page: str, notebook: str) -> str:
-    """A link written in docs/<page>, made absolute on the published site, so it works from the notebook's page
-    in the site and from a downloaded copy (Colab, VS Code) alike."""
+def site_link(target: str, page: str, notebook: str, site: str | None = None) -> str:
+    """A link written in docs/<page>, made absolute on the site at `site` (the published site's address unless
+    told), so it works from the notebook's page in the site and from a downloaded copy (Colab, VS Code) alike."""
     if re.match(r"^[a-z][a-z0-9+.-]*:|^/", target):
         return target
     path, hash_, anchor = target.partition("#")
@@ -148,7 +148,7 @@ def site_link(target: str, page: str, notebook: str) -> str:
             parts.append(part)
     src = "/".join(parts)
     url = page_url(src) if src.endswith(".md") else src
-    return site_url().rstrip("/") + "/" + url.lstrip("/") + hash_ + anchor
+    return (site or site_url()).rstrip("/") + "/" + url.lstrip("/") + hash_ + anchor
 
 
 def caption_as_markdown(prose: str) -> str:
@@ -200,7 +200,9 @@ def best_record(snippet: str) -> records.Record | None:
 
 
 class Builder:
-    def __init__(self, page: Path):
+    def __init__(self, page: Path, site: str | None = None, where: str = ""):
+        self.site = site or site_url()  # the address the notebook's links start with
+        self.where = where  # a sentence for the first cell on where that address is, or ""
         self.page = page
         self.src = page.relative_to(chapters.DOCS).as_posix()
         self.notebook = notebook_name(page)
@@ -262,13 +264,13 @@ class Builder:
         notebook = v4.new_notebook(cells=self.cells, metadata={
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
             "language_info": {"name": "python"},
-            "mlc": {"page": self.src, "snippets": sorted({i.snippet for i in used})},
+            "mlc": {"page": self.src, "snippets": sorted({i.snippet for i in used}), "site": self.site},
         })
         nbformat.validate(notebook)
         return notebook
 
     def first_cell(self, title: str, used: list[Include]) -> str:
-        link = site_link(Path(self.src).name, self.src, self.notebook)
+        link = site_link(Path(self.src).name, self.src, self.notebook, self.site)
         groups: dict[str, list[str]] = {}
         missing = []
         for name in dict.fromkeys(i.snippet for i in used):
@@ -289,6 +291,7 @@ class Builder:
             f"This notebook is the chapter [{title}]({link}) of *{site_name()}*: its prose, and each piece of "
             f"code with the output the site recorded. Run it top to bottom on a CPU or a CUDA GPU; the "
             f"collapsed cells hold the parts of each snippet the chapter does not show.\n\n{note}"
+            + (f"\n\n{self.where}" if self.where else "")
         )
 
     def flush(self, prose: list[str]) -> None:
@@ -304,7 +307,8 @@ class Builder:
         def link(match: re.Match) -> str:
             if match.group(1).startswith("!") and (embedded := self.embed(match.group("target"))):
                 return f"{match.group(1)}({embedded})"
-            return f"{match.group(1)}({site_link(match.group('target'), self.src, self.notebook)}{match.group('rest')})"
+            target = site_link(match.group("target"), self.src, self.notebook, self.site)
+            return f"{match.group(1)}({target}{match.group('rest')})"
 
         text = outside_code(text, lambda part: LINK.sub(link, part))
         text = outside_code(text, lambda part: ATTR_LIST.sub("", part))  # `{ .md-button }`: the site's styling
@@ -376,9 +380,23 @@ class Builder:
 # ------------------------------------------------------------------------------------------- files
 
 
-def build(page: Path) -> str:
-    """The notebook of one page, as the bytes it is written with."""
-    return nbformat.writes(Builder(page).build()) + "\n"
+def build(page: Path, site: str | None = None, where: str = "") -> str:
+    """The notebook of one page, as the bytes it is written with: its links start with `site` (the published
+    site's address unless told), and `where`, if any, says in its first cell where that is."""
+    return nbformat.writes(Builder(page, site, where).build()) + "\n"
+
+
+def where_the_site_is(site: str, published: bool, serving: bool) -> str:
+    """What a notebook's first cell says about the address its links start with: nothing on the published site;
+    the address `mkdocs serve` served; or, for a build without the published address (SITE_URL), that its
+    links are paths under the site it came from."""
+    if published:
+        return ""
+    if serving:
+        return f"Its links lead to the site as `mkdocs serve` showed it, at {site}, when this copy was made."
+    return (f"This copy was built without the site's published address (`SITE_URL`), so its links start with "
+            f"{site}, where `mkdocs serve` shows the site from a checkout of its repository. Opened from a copy "
+            f"of the site served elsewhere, each link is the same path under that site's address.")
 
 
 # Directives that read records across the site, not only the snippets they name.
@@ -401,11 +419,12 @@ def made_from(page: Path, text: str) -> tuple[list[str], list[Path]]:
     return sorted(names), [i for i in images if i.is_file()]
 
 
-def inputs_key(page: Path) -> str:
+def inputs_key(page: Path, site: str = "", where: str = "") -> str:
     """A digest of everything a page's notebook is made from: the page, the snippets it includes or names,
-    their records' manifests in every release (a new record writes a new one), the images it embeds and the
-    code that builds it."""
+    their records' manifests in every release (a new record writes a new one), the images it embeds, the
+    code that builds it, and the site's address its links use."""
     digest = hashlib.sha256()
+    digest.update(f"{site}\n{where}".encode())
     text = page.read_text()
     names, images = made_from(page, text)
     parts = [page.relative_to(chapters.DOCS).as_posix().encode(), text.encode(), *(p.read_bytes() for p in CODE),
@@ -423,18 +442,20 @@ def inputs_key(page: Path) -> str:
     return digest.hexdigest()
 
 
-def write_all(out: Path = CACHE) -> list[str]:
+def write_all(out: Path = CACHE, site: str | None = None, where: str = "") -> list[str]:
     """Build every chapter's notebook into out/notebooks/, rebuilding only those whose inputs changed, and
-    remove the others; return their names. A page that cannot become a notebook raises ChapterError."""
+    remove the others; return their names. Links start with `site` (the published address unless told) and
+    `where` says in the first cell where that is. A page that cannot become a notebook raises ChapterError."""
+    site = site or site_url()
     folder = out / chapters.FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for page in chapter_pages():
         name = notebook_name(page)
         path, key_file = out / name, (out / name).with_suffix(".key")
-        key = inputs_key(page)
+        key = inputs_key(page, site, where)
         if not (path.is_file() and key_file.is_file() and key_file.read_text() == key):
-            render.write_atomically(path, build(page))
+            render.write_atomically(path, build(page, site, where))
             render.write_atomically(key_file, key)
         names.append(name)
     for stale in folder.iterdir():

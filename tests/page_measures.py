@@ -164,3 +164,61 @@ def sitting_problems(path: str, wide: dict, narrow: dict) -> list[str]:
         if px is not None and px < FIGURE_TEXT_MIN_PX:
             problems.append(f"figure text {px:.1f} px at {width} px ({where})")
     return problems
+
+
+# The first screen a phone shows (issue 51): the title and the start of the first paragraph, with the notebook
+# buttons on one short line between them (two full-width buttons took a quarter of the screen).
+FIRST_SCREEN = """() => {
+  window.scrollTo(0, 0);
+  const article = document.querySelector('article.md-content__inner');
+  const title = article.querySelector('h1');
+  const first = Array.from(article.querySelectorAll(':scope > p')).find(p => !p.querySelector('.md-button') &&
+    p.textContent.trim());
+  const buttons = Array.from(article.querySelectorAll('.notebook-link')).map(b => b.getBoundingClientRect());
+  return {height: innerHeight, title: title ? title.getBoundingClientRect().bottom : null,
+          first: first ? first.getBoundingClientRect().top : null,
+          rows: new Set(buttons.map(b => Math.round(b.top))).size,
+          buttons: buttons.length ? Math.max(...buttons.map(b => b.bottom)) - Math.min(...buttons.map(b => b.top)) : 0};
+}"""
+# How far down the first screen a chapter's first paragraph may start at 390 x 844.
+FIRST_PARAGRAPH_BY = 0.6
+NOTEBOOK_BUTTONS_MAX_PX = 48
+
+
+def first_screen_problems(page) -> list[str]:
+    """At the current (phone) width: the title, the notebook buttons on one line, and the first paragraph
+    starting within the first FIRST_PARAGRAPH_BY of the screen."""
+    seen = page.evaluate(FIRST_SCREEN)
+    problems = []
+    if seen["title"] is None or seen["title"] > seen["height"]:
+        problems.append("the title is not on a phone's first screen")
+    if seen["first"] is not None and seen["first"] > FIRST_PARAGRAPH_BY * seen["height"]:
+        problems.append(f"the first paragraph starts {seen['first']:.0f} px down a {seen['height']} px phone screen")
+    if seen["rows"] > 1 or seen["buttons"] > NOTEBOOK_BUTTONS_MAX_PX:
+        problems.append(f"the notebook buttons take {seen['rows']} lines, {seen['buttons']:.0f} px")
+    return problems
+
+
+# A page's title is its label in the navigation (issue 51: "Graph mode" led to "Graph mode and the torch.compile
+# stack"). The pages below differ, each for its reason; a listed page whose title matches fails, so it only shrinks.
+TITLE_DIFFERS = {
+    "": "Home is the site's name",
+    "dissecting/": "the overview of its section, labelled Overview under the section's name",
+    "optimizations/": "the kernel fusion page is titled Optimizations, its section's name (the page's title is "
+                      "docs/optimizations.md's, not the navigation's)",
+}
+TITLE_AND_LABEL = """() => {
+  const title = document.querySelector('article.md-content__inner h1');
+  const label = document.querySelector('.md-sidebar--primary .md-nav__link--active');
+  return [title ? title.innerText.replace('¶', '').trim() : '', label ? label.innerText.trim() : ''];
+}"""
+
+
+def title_problems(page, path: str) -> list[str]:
+    """At a desktop width: the page's title against its navigation label."""
+    title, label = page.evaluate(TITLE_AND_LABEL)
+    if not label:
+        return []  # not in the navigation (a notebook, a page left out)
+    if path in TITLE_DIFFERS:
+        return ["its title now equals its navigation label: take it off TITLE_DIFFERS"] if title == label else []
+    return [f"its title '{title}' is not its navigation label '{label}'"] if title != label else []

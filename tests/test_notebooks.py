@@ -239,3 +239,59 @@ def test_a_notebook_ran_top_to_bottom_in_a_fresh_kernel(built, name):
     assert receipt["key"] == notebook_runs.key(built[name]), (
         f"{name}'s code cells (or torch) changed since it last ran top to bottom on {receipt['date']}: "
         f"{notebook_runs.COMMAND}")
+
+
+def test_a_downloaded_notebooks_links_resolve_in_the_site_it_came_from(built_site):
+    """The build the tests make has no SITE_URL, as a local build: each notebook downloaded from the built site says
+    in its first cell which address its links start with, and every such link, read as a path under the site,
+    is a page (or file) of that site, and its #anchor a heading there."""
+    site = built_site
+    dead, checked = [], 0
+    for name in chapters.notebooks():
+        download = site / chapters.page_url(name) / Path(name).name
+        notebook = nbformat.read(download, as_version=4)
+        address = notebook.metadata["mlc"]["site"]
+        first = notebook.cells[0].source
+        assert address in first and "SITE_URL" in first, f"{name}: the first cell does not say where the site is"
+        for cell in notebook.cells:
+            if cell.cell_type != "markdown":
+                continue
+            prose = re.sub(r"```.*?```|`[^`\n]*`", "", cell.source, flags=re.DOTALL)
+            for target in re.findall(r"\]\(([^()\s]+)", prose) + re.findall(r'href="([^"]+)"', prose):
+                if not target.startswith(address):
+                    continue
+                path, _, anchor = target.removeprefix(address).partition("#")
+                file = site / path / "index.html" if path.endswith("/") or not path else site / path
+                checked += 1
+                if not file.is_file():
+                    dead.append(f"{name}: {target} (no {file.relative_to(site)})")
+                elif anchor and f'id="{anchor}"' not in file.read_text():
+                    dead.append(f"{name}: {target} (no heading #{anchor})")
+    assert checked > 100, f"only {checked} links to the site: the check would prove little"
+    assert not dead, f"{len(dead)} dead links, e.g. {dead[:5]}"
+
+
+def test_a_notebooks_links_start_with_the_address_it_is_given(tmp_path):
+    page = chapters.DOCS / "eager-mode.md"
+    where = notebooks.where_the_site_is("http://127.0.0.1:8765/", published=False, serving=True)
+    built = nbformat.reads(notebooks.build(page, "http://127.0.0.1:8765/", where), as_version=4)
+    first = built.cells[0].source
+    assert "](http://127.0.0.1:8765/eager-mode/)" in first and "mkdocs serve" in first
+    assert built.metadata["mlc"]["site"] == "http://127.0.0.1:8765/"
+    assert notebooks.where_the_site_is("https://example.org/site/", published=True, serving=False) == ""
+    assert "SITE_URL" in notebooks.where_the_site_is("http://127.0.0.1:8000/", published=False, serving=False)
+    assert notebooks.inputs_key(page, "http://a/") != notebooks.inputs_key(page, "http://b/")
+
+
+def test_publishing_without_the_sites_address_is_refused(monkeypatch):
+    from mkdocs.exceptions import PluginError
+
+    from scripts import mkdocs_hooks
+
+    monkeypatch.delenv("SITE_URL", raising=False)
+    mkdocs_hooks.on_startup("gh-deploy", dirty=False)
+    try:
+        with pytest.raises(PluginError, match="SITE_URL"):
+            mkdocs_hooks.on_files([], {"site_url": "http://127.0.0.1:8000/"})
+    finally:
+        mkdocs_hooks.on_startup("build", dirty=False)

@@ -1,0 +1,62 @@
+"""Search, as a reader uses it: each query of tests/test_search.py's CANONICAL typed into the built site's search
+box lands first on the section that teaches it.
+
+Material's search shows one result per page, the page's best sections under it: "first" is the first page, and,
+where a query names a section, the first section under it.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote_plus
+
+import pytest
+from test_browser import browser, open_page, server  # noqa: F401 (fixtures)
+from test_search import CANONICAL, NOT_SEARCHED
+
+
+def results(page, query: str) -> list[list[str]]:
+    """Type the query into the search box; each result's links (the page, then its sections), once they stop
+    changing. Search runs in a worker, once per key: on a busy machine the first results shown can be those of
+    the query's first letters ("max" for "max-autotune")."""
+    page.locator("input.md-search__input").click()
+    page.keyboard.type(query, delay=20)  # Material searches on key events, which fill() skips
+    page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+    found, previous = None, []
+    last_term = re.split(r"[^0-9a-z]+", query.lower().strip())[-1]  # in the first result's ?h= once it is this query's
+    for _ in range(30):
+        found = page.evaluate(
+            """() => Array.from(document.querySelectorAll('.md-search-result__item')).map(item =>
+                 Array.from(item.querySelectorAll('a.md-search-result__link')).map(a => a.getAttribute('href')))"""
+        )
+        if found == previous and found and found[0] and last_term in unquote_plus(found[0][0]).lower():
+            break
+        previous = found
+        page.wait_for_timeout(500)
+    return found
+
+
+def location(href: str, base: str) -> str:
+    """A result's link as a site path with its anchor: `levers/#mode-named-option-sets`."""
+    path, _, anchor = href.partition("#")
+    path = path.split("?")[0].removeprefix(base + "/").removeprefix(base)
+    return path + (f"#{anchor}" if anchor else "")
+
+
+@pytest.mark.parametrize("query", list(CANONICAL))
+def test_search_lands_on_the_section_that_teaches_it(server, browser, query):  # noqa: F811 (the fixtures)
+    base, _ = server
+    context, page, _ = open_page(browser, base, "")
+    try:
+        found = results(page, query)
+    finally:
+        context.close()
+    first = [location(href, base) for href in found[0]]
+    shown = [[location(href, base) for href in item] for item in found]
+    page_, section = first[0].split("#")[0], (first[1] if len(first) > 1 else first[0])
+    right = [want for want in CANONICAL[query]
+             if want.split("#")[0] == page_ and ("#" not in want or section == want)]
+    assert right, f"'{query}' lands first on {section} (page {page_}): {shown[:3]}"
+    links = [link for item in shown for link in item]
+    assert not [link for link in links if "notebooks/" in link], f"notebooks in the results: {links}"
+    assert not [link for link in links if link.startswith(NOT_SEARCHED)], f"the versions page in the results: {links}"
