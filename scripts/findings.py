@@ -75,7 +75,8 @@ class Finding:
     low: float
     high: float
     processes: int
-    releases: list[tuple[str, str]]  # (release, words) for each release with a fresh record, main first
+    releases: list[tuple[str, str]]  # (release, words) for each release with a fresh, steady record made on the
+    # shown record's machine (records.Record.machine), main first
     model: Modelled | None = None
     gpu: Measured | None = None
 
@@ -267,6 +268,8 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
         ratio, low, high = measures.timing_band(a, b)
         verdicts = []
         for record in made:
+            if record.machine != shown.machine:  # another runner: what differs may be the machine, not torch
+                continue
             try:
                 x, y = record.value(key_a), record.value(key_b)
             except KeyError:

@@ -182,3 +182,14 @@ def test_the_overheads_come_from_the_newest_cuda_record_of_the_chain():
 ])
 def test_a_side_is_compiled_by_its_work_label_or_its_key(key, work, compiled):
     assert findings.is_compiled(key, work) is compiled
+
+
+def test_a_findings_row_compares_releases_only_on_the_machine_of_its_shown_record():
+    """Issue 49: the guide's 'every release points the same way' must not set two runners against each other."""
+    found = findings.collect(directives.site_directives(records.ROOT / "docs", "compare"))
+    for f in found:
+        if not f.on_cpu:
+            continue
+        made = {r.release: r for r in records.releases_of(f.snippet, "cpu")}
+        machines = {made[release].machine for release, _ in f.releases}
+        assert len(machines) <= 1, (f.what, machines)
