@@ -393,7 +393,9 @@ def test_one_number_per_measurement():
         for key, timing in records.timings_in(record.results):
             if not timing.get("work") or not timing.get("process_medians_us"):
                 continue
-            ident = (record.device, record.environment.get("torch"), timing.get("threads"), timing["work"])
+            # One machine: two runners time the same work differently (records.Record.machine).
+            ident = (record.device, record.machine, record.environment.get("torch"), timing.get("threads"),
+                     timing["work"])
             where = f"{record.device}/{record.snippet} {key}"
             if ident in seen and seen[ident][0].split(" ")[0] != where.split(" ")[0]:
                 other_where, other = seen[ident]
