@@ -19,6 +19,7 @@ import copy
 import dataclasses
 import datetime
 import functools
+import gc
 import hashlib
 import inspect
 import io
@@ -29,6 +30,7 @@ import pickle
 import random
 import re
 import sys
+import threading
 import time
 import typing
 import warnings
@@ -197,6 +199,10 @@ def with_nan():
     return (torch.tensor([1.0, float("nan"), 3.0], device=device),)
 
 
+def with_inf():
+    return (torch.tensor([1.0, float("inf"), 3.0], device=device),)
+
+
 def a_view():  # three elements of a storage of ten
     return (torch.randn(10, device=device)[:3],)
 
@@ -248,14 +254,15 @@ def while_on_tensor(x):
 
 
 def while_on_tensor_fixed(x):
-    # The number of halvings, computed as a tensor: no Python loop on a value.
-    halvings = torch.ceil(torch.log2(x.abs().max())).clamp(min=0)
+    # The number of halvings, computed as a tensor: no Python loop on a value
+    # (none where the max is NaN: the loop's test is then false).
+    halvings = torch.ceil(torch.log2(x.abs().max())).clamp(min=0).nan_to_num(0)
     return x / 2**halvings
 
 
 add("while_on_tensor", "while on a tensor's value", while_on_tensor,
     "compute the loop count as a tensor", while_on_tensor_fixed, "rewrite",
-    probes=BRANCHES)
+    probes=(*BRANCHES, with_nan))
 
 
 def raise_on_tensor(x):
@@ -319,12 +326,13 @@ def nan_if(x):
 
 
 def nan_always(x):
-    return torch.nan_to_num(x) + 1
+    # nan_to_num also replaces infinities: only where a NaN is, as the branch did.
+    return torch.where(torch.isnan(x).any(), torch.nan_to_num(x), x) + 1
 
 
 add("nan_to_num_if", "if any value is NaN, torch.nan_to_num", nan_if,
-    "torch.nan_to_num always (branchless)", nan_always, "where_or_cond",
-    probes=(with_nan,))
+    "torch.where on isnan(x).any() (branchless)", nan_always, "where_or_cond",
+    probes=(with_nan, with_inf))
 
 
 def bool_of_tensor(x):
@@ -1086,6 +1094,90 @@ def pid_first(fn, x):  # read at every call: right after a fork too
 
 add("os_getpid", "os.getpid()", getpid, "read it at the call, pass it in",
     lambda x, pid: x + pid, "move_out", around=pid_first)
+
+
+def collect_garbage(x):
+    gc.collect()
+    return x + 1
+
+
+def collect_first(fn, x):
+    gc.collect()
+    return fn(x)
+
+
+add("gc_collect", "gc.collect()", collect_garbage, "collect before the call",
+    plus_one, "move_out", around=collect_first)
+
+
+def rng_state(x):
+    state = torch.get_rng_state()  # noqa: F841 (saved for a replay)
+    return x + 1
+
+
+def state_first(fn, x):
+    state = torch.get_rng_state()  # noqa: F841
+    return fn(x)
+
+
+add("get_rng_state", "torch.get_rng_state()", rng_state, "save it before the call",
+    plus_one, "move_out", around=state_first)
+
+
+def device_count(x):
+    return x + torch.cuda.device_count()
+
+
+def count_first(fn, x):
+    return fn(x, torch.cuda.device_count())
+
+
+add("cuda_device_count", "torch.cuda.device_count()", device_count,
+    "read it before the call, pass it in", lambda x, n: x + n, "move_out",
+    around=count_first)
+lock = threading.Lock()
+
+
+def lock_inside(x):
+    with lock:
+        return x + 1
+
+
+def locked_call(fn, x):
+    with lock:
+        return fn(x)
+
+
+add("lock_context", "with threading.Lock()", lock_inside,
+    "take the lock around the call", plus_one, "move_out", around=locked_call)
+
+
+def retain_grad(x):
+    y = x * 2
+    y.retain_grad()
+    return y
+
+
+def retain_after(fn, x):
+    y = fn(x)
+    y.retain_grad()
+    return y
+
+
+add("retain_grad", "Tensor.retain_grad() inside", retain_grad,
+    "call it on the output, after the call", lambda x: x * 2, "move_out",
+    around=retain_after,
+    inputs=grad3)
+
+
+def data_assign(x):
+    y = x.clone()
+    y.data = torch.zeros_like(x)
+    return y
+
+
+add("data_assign", "y.data = ... (swapping a tensor's data)", data_assign,
+    "make the new tensor", torch.zeros_like, "rewrite")
 
 
 def recursion_limit(x):
