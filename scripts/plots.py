@@ -247,6 +247,11 @@ def time_unit(medians: list[float]) -> tuple[str, float]:
 # --------------------------------------------------------------------------------------------------- kinds
 
 
+def zero_said(value, unit: str, timings: bool) -> str:
+    """A bar's number; an exact 0 (a difference, a count) says "none" beside it, as its bar has no length."""
+    return counted(value, unit) + (" (none)" if value == 0 and not timings else "")
+
+
 def draw_bars(record: Record, options: dict, colors: dict):
     import matplotlib.pyplot as plt
 
@@ -295,9 +300,11 @@ def draw_bars(record: Record, options: dict, colors: dict):
     else:
         ax.set_yticks(positions, names)
     end = max(hi + ([line] if line else []))
-    for pos, v, h in zip(positions, values, hi):
+    for pos, v, h, edge in zip(positions, values, hi, edges):
+        if v == 0 and not timings:  # a bar of length 0 is drawn as a mark at 0, and says so (issue 51)
+            ax.plot([0, 0], [pos - 0.22, pos + 0.22], color=edge, linewidth=4, solid_capstyle="butt")
         # The number sits past the whisker's end, so it never touches the bar or the whisker.
-        ax.text(h + end * 0.02, pos, counted(v, unit), va="center", fontsize=10, color=colors["fg"])
+        ax.text(h + end * 0.02, pos, zero_said(v, unit, timings), va="center", fontsize=10, color=colors["fg"])
     if line is not None:
         ax.axvline(line, color=colors["fg"], linestyle="--", linewidth=1)
         ax.text(line, len(items) - 0.45, f" {options.get('line_label', '')} {readable(line)} {unit}",
@@ -309,7 +316,7 @@ def draw_bars(record: Record, options: dict, colors: dict):
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.grid(axis="x")
     spread = " (interquartile range shown)" if timings else ""
-    alt = "Bar chart" + spread + ": " + "; ".join(f"{n} {counted(v, unit)}" for n, v in zip(names, values))
+    alt = "Bar chart" + spread + ": " + "; ".join(f"{n} {zero_said(v, unit, timings)}" for n, v in zip(names, values))
     if line is not None:
         alt += f"; dashed line: {options.get('line_label', 'reference')} {readable(line)} {unit}"
     return fig, alt + "."

@@ -340,3 +340,14 @@ def test_the_roofs_are_named_past_the_plot_where_no_point_can_be(tmp_path):
 def test_a_tiny_value_reads_as_a_plain_decimal():
     assert [plots.readable(v) for v in (1e-5, 1.5e-5, 0.000123, 0.0123)] == ["0.00001", "0.000015", "0.000123",
                                                                              "0.0123"]
+
+
+def test_a_bar_of_length_zero_is_marked_and_says_none(record, tmp_path):
+    """Issue 51: the wrong-output figure drew two bars of length 0 labelled only "0"."""
+    results = json.loads(record.file("results.json").read_text())
+    results["graphs"]["lever"] = 0
+    record.file("results.json").write_text(json.dumps(results))
+    svg, alt = plots.render(record, "graphs", {"kind": "bars", "keys": "graphs.default,graphs.lever",
+                                               "unit": "graphs"}, "light")
+    assert alt == "Bar chart: default 2 graphs; lever 0 graphs (none)."
+
