@@ -60,6 +60,9 @@ from scripts.packing import pack, swap_into_place, unpack  # noqa: F401 (the CLI
 from scripts.records import DEVICES, ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
+# The recorder's own CPU runs of the snippets as they are, noted for the suite: the check right after a record
+# reads that run instead of running the snippet again (tests/test_facts.py test_fresh_run).
+RECORDED = records.CACHE / "runs" / "recorded"
 
 
 def shown(path: Path) -> str:
@@ -327,7 +330,47 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     swap_into_place(work, final)
     # A success supersedes an earlier failure of the same snippet.
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
+    if args.snippets_dir.resolve() == records.SNIPPETS and args.outputs_dir.resolve().is_relative_to(records.OUTPUTS):
+        note_recorded(snippet, args, env_info)  # a record of this repository: the suite's check reuses it
     return True, duration, why_not or unsteady_warning(unsteady)
+
+
+def run_key(source: Path, env_info: dict, env) -> str:
+    """What a CPU run of a snippet here depends on: its source, the code that runs it and writes its manifest,
+    every installed package, this machine (its manifest environment) and the settings of env that change a
+    run and that no one decides for it (run_env.settings)."""
+    code = [RUNNER, Path(records.__file__), Path(__file__), Path(manifest.__file__), Path(run_env.__file__)]
+    return records.content_key(source, *code, run_env.installed(), json.dumps(env_info, sort_keys=True),
+                               json.dumps(sorted(run_env.settings(env).items())))
+
+
+def note_recorded(snippet: str, spec: RunSpec, env_info: dict, env=os.environ, where: Path = RECORDED) -> None:
+    """Note a CPU record just made of a snippet of this repository, for recorded_run."""
+    if spec.device != "cpu":
+        return
+    folder = records.record_dir(snippet, "cpu", spec.outputs_dir)
+    note = {"key": run_key(spec.snippets_dir / snippet, env_info, env), "record": str(folder.resolve())}
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / f"{snippet.replace('/', '__')}.json"
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(note) + "\n")
+    os.replace(partial, path)
+
+
+def recorded_run(snippet: str, env_info: dict, env, where: Path = RECORDED,
+                 snippets_dir: Path = records.SNIPPETS) -> Path | None:
+    """The folder of the recorder's own CPU run of a snippet, made here (note_recorded) from the snippet as it
+    is, by the same code, installs and settings: the run the suite's check would make; None where there is
+    none (a clean clone has none)."""
+    path = where / f"{snippet.replace('/', '__')}.json"
+    if not path.is_file():
+        return None
+    note = json.loads(path.read_text())
+    folder = Path(note["record"])
+    if note.get("key") != run_key(snippets_dir / snippet, env_info, env) or not folder.is_dir():
+        return None
+    record = records.Record(snippet, "cpu", folder, snippets_dir)
+    return folder if record.state == "fresh" and record.manifest.get("exit_status") == 0 else None
 
 
 def unsteady_warning(unsteady: dict[str, list[float]]) -> str:
@@ -644,6 +687,9 @@ def stop(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    for name in ("outputs_dir", "failed_dir", "snippets_dir"):  # a snippet runs in a folder of its own
+        if getattr(args, name) is not None:
+            setattr(args, name, getattr(args, name).resolve())
     # A polite kill (SIGTERM) unwinds like Ctrl-C, so the running snippet is stopped with us.
     signal.signal(signal.SIGTERM, stop)
     try:

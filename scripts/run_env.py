@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import re
 import shutil
 from pathlib import Path
@@ -77,6 +79,24 @@ def interpreted(env) -> bool:
 def keying(env) -> dict[str, str]:
     """The settings in env that change what a run does."""
     return {name: value for name, value in env.items() if name.startswith(KEYS_A_RUN)}
+
+
+# What the recorder decides for each snippet's process (its compiler caches, no GPU, the interpreter), and what
+# the suite sets for its own process only (JAX's GPU memory, which a CPU run does not touch).
+DECIDED = (*COMPILER_CACHES, "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "XLA_PYTHON_CLIENT_PREALLOCATE")
+
+
+def settings(env) -> dict[str, str]:
+    """The settings in env that change a CPU run and that neither the recorder nor the suite decides: two
+    callers whose settings agree here run a snippet alike (the recorder's run counts as the suite's)."""
+    return {name: value for name, value in keying(env).items() if name not in DECIDED}
+
+
+@functools.cache
+def installed() -> str:
+    """Every installed distribution and its version, one per line, sorted."""
+    found = {(d.metadata["Name"] or "").lower(): d.version for d in importlib.metadata.distributions()}
+    return "\n".join(f"{name}=={version}" for name, version in sorted(found.items()))
 
 
 def readers(env) -> dict[str, str]:

@@ -894,3 +894,26 @@ def test_a_record_whose_processes_disagree_is_marked_unsteady_warned_and_listed(
     assert "unsteady: timing.f 50.0–2,900.0 µs" in line
     assert not any("unsteady" in line for line in listed.stdout.splitlines() if "demo/timed.py" in line)
     assert "1 unsteady (made under load)" in listed.stdout
+
+
+def test_the_recorder_s_own_cpu_run_is_the_suite_s_fresh_run_while_nothing_changed(tree, tmp_path):
+    from scripts import regenerate as recorder
+
+    assert regenerate(tree, "--processes", "1").returncode == 0
+    spec = recorder.RunSpec("cpu", tree / "outputs", tree / "failed", snippets_dir=tree / "snippets")
+    machine, env, notes = {"cpu": "Test CPU", "torch": "2.15.0"}, {"OMP_NUM_THREADS": "2"}, tmp_path / "notes"
+
+    def found(**changed):
+        return recorder.recorded_run("demo/hello.py", changed.get("machine", machine), changed.get("env", env),
+                                     notes, tree / "snippets")
+
+    assert found() is None  # nothing noted: a clean clone runs every snippet
+    recorder.note_recorded("demo/hello.py", spec, machine, env, notes)
+    assert found() == record(tree)
+    # What the recorder and the suite each decide for a run (caches, no GPU, the interpreter) keys nothing;
+    # any other setting that changes a run, another machine or an edit of the snippet makes it run again.
+    assert found(env={**env, "TRITON_INTERPRET": "1", "TMPDIR": "/elsewhere", "CUDA_VISIBLE_DEVICES": ""})
+    assert found(env={**env, "OMP_NUM_THREADS": "3"}) is None
+    assert found(machine={**machine, "cpu": "Another CPU"}) is None
+    write(tree, "demo/hello.py", HELLO + "print('edited')\n")
+    assert found() is None
