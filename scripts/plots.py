@@ -116,11 +116,14 @@ def fit(fig, inches: float) -> None:
         fig.set_size_inches(max(wide - (drawn - inches) - 0.02, 1.0), high)
 
 
-def bar_label(ax, start: float, end: float, row: float, text: str, **style) -> None:
-    """A label centred in a bar from `start` to `end` (data units); fit_bar_labels() shortens it, or drops it,
+def bar_label(ax, start: float, end: float, row: float, text: str, beside: str | None = None, **style) -> None:
+    """A label centred in a bar from `start` to `end` (data units); fit_bar_labels() wraps it, sets it beside
+    the bar in colour `beside` (where given, and the row is free to the axis' end), or shortens or drops it,
     where the drawn bar is too short to hold it, so it never runs over a neighbour or the axis."""
     label = ax.text((start + end) / 2, row, text, ha="center", va="center", **style)
     label.mlc_bar = (start, end)
+    label.mlc_beside = beside
+    label.mlc_inside = style.get("color")
 
 
 def fit_bar_labels(fig) -> None:
@@ -131,6 +134,33 @@ def fit_bar_labels(fig) -> None:
                 continue
             start, end = label.mlc_bar
             room = abs(ax.transData.transform((end, 0))[0] - ax.transData.transform((start, 0))[0]) - 6
+            text = label.get_text()
+            if label.get_window_extent(renderer).width > room and " " in text:
+                # On two lines before a cut: "Torch-Compiled / Region: 0/0" reads, "Torch…" does not (issue 51).
+                words = text.split()
+                for cut in range(len(words) - 1, 0, -1):
+                    label.set_text(" ".join(words[:cut]) + "\n" + " ".join(words[cut:]))
+                    if label.get_window_extent(renderer).width <= room:
+                        break
+                else:
+                    label.set_text(text)
+            beside = getattr(label, "mlc_beside", None)
+            if label.get_window_extent(renderer).width > room and beside:
+                # After the bar, where the row is free to the axis' end: the whole name, in the text colour.
+                label.set_text(text)
+                label.set_position((end, label.get_position()[1]))
+                label.set_horizontalalignment("left")
+                label.set_color(beside)
+                label.set_text(" " + text)
+                right = ax.transData.transform((ax.get_xlim()[1], 0))[0]
+                if label.get_window_extent(renderer).x1 <= right and not any(
+                        other is not label and getattr(other, "mlc_bar", (0, 0))[0] >= end
+                        and abs(other.get_position()[1] - label.get_position()[1]) < 0.5 for other in ax.texts):
+                    continue
+                label.set_position(((start + end) / 2, label.get_position()[1]))
+                label.set_horizontalalignment("center")
+                label.set_color(label.mlc_inside)
+                label.set_text(text)
             text = label.get_text()
             while label.get_window_extent(renderer).width > room and len(text) > 3:
                 text = text[:-1]
@@ -567,8 +597,10 @@ def draw_timeline(record: Record, options: dict, colors: dict):
                            color=color, edgecolor=colors["bg"], linewidth=1.5)
             if length > span / 12:
                 bar_label(ax, start * factor, (start + length) * factor, row, label, fontsize=10,
+                          beside=colors["fg"] if i == len(bars) - 1 else None,
                           color="#ffffff" if colors is PALETTES["light"] else "#10121a")
-        names.append(f"{title}: {side}")
+        # A trace may keep a kernel without its times (the H200's eager one did): the row says so, not left blank.
+        names.append(f"{title}: {side}" + (" (no times)" if bars and not any(b[1] for b in bars) else ""))
     ax.set_yticks(range(len(rows)), names)
     ax.set_xlim(0, span * 1.02 * factor)
     ax.set_xlabel(f"time since the profiled region began ({unit})")

@@ -351,3 +351,24 @@ def test_a_bar_of_length_zero_is_marked_and_says_none(record, tmp_path):
                                                "unit": "graphs"}, "light")
     assert alt == "Bar chart: default 2 graphs; lever 0 graphs (none)."
 
+
+
+def test_a_timeline_row_of_kernels_without_times_says_so(record):
+    """Issue 51: the H200's eager trace kept its kernels without times, and the row was drawn empty."""
+    untimed = trace([{**e, "dur": 0} if e["cat"] == "kernel" else e for e in
+                     (dict(e) for e in EAGER["traceEvents"])])
+    record.file("traces.eager.trace.json").write_text(json.dumps(untimed))
+    svg, _ = plots.render(record, "timeline", {}, "light")
+    assert "eager: GPU (no times)" in svg and "compiled: GPU (no times)" not in svg
+
+
+def test_a_label_too_long_for_its_bar_goes_whole_beside_it_rather_than_cut(record):
+    """Issue 51: on a phone the compiled region's bar held "Torch…"; the last bar of a row has the row's free end."""
+    long = "Torch-Compiled Region: 0/0"
+    compiled = trace([{"cat": "cpu_op", "name": long, "ts": 500, "dur": 80}, COMPILED["traceEvents"][1]])
+    record.file("traces.compiled.trace.json").write_text(json.dumps(compiled))
+    eager = trace([e for e in EAGER["traceEvents"] if e["cat"] != "kernel"] +
+                  [{"cat": "cpu_op", "name": "aten::relu", "ts": 1100, "dur": 600}])
+    record.file("traces.eager.trace.json").write_text(json.dumps(eager))
+    svg, _ = plots.render(record, "timeline", {"layout": "narrow"}, "light")
+    assert long in svg and "Torch…" not in svg
