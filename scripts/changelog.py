@@ -71,6 +71,14 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
     return found
 
 
+def sizes_of_one_timing(row: Timed) -> bool:
+    """A and B are one timing at two sizes (keys that differ only in an index: `sweep.timing.6` against
+    `sweep.timing.0`): a sweep's growth, not a gain of one way of running over another, so it is not judged."""
+    a, b = row.key_a.split("."), row.key_b.split(".")
+    differ = [(x, y) for x, y in zip(a, b) if x != y]
+    return len(a) == len(b) and len(differ) == 1 and all(part.isdigit() for part in differ[0])
+
+
 def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -> str:
     """The SVG: a row per comparison, a marker per release at its ratio (log scale), the band shaded. Narrow:
     for a phone's column (scripts/plots.py NARROW_PT), each label on two lines."""
@@ -86,7 +94,9 @@ def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -
     names = sorted({r for row in rows for r in row.by_release}, key=records.version_key)
     markers = ("s", "^", "o", "D")
     ratios = [ratio for row in rows for _, ratio in row.by_release.values()]
-    step = 0.6 if narrow else 0.3  # inches a row
+    labels = [wrapped(short(row)) if narrow else short(row) for row in rows]
+    # Inches a row: on a phone, room for each of its label's lines, so no two labels overprint.
+    step = 0.3 if not narrow else 0.2 + 0.17 * max(label.count("\n") + 1 for label in labels)
     with plt.rc_context(style):
         fig, ax = plt.subplots(figsize=(6.4, step * len(rows) + 1.3))
         ax.axvspan(1 / measures.SAME_WITHIN, measures.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
@@ -95,13 +105,15 @@ def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -
             points = [(row.by_release[release][1], y) for y, row in enumerate(rows) if release in row.by_release]
             ax.scatter([p[0] for p in points], [p[1] for p in points], marker=markers[i % len(markers)], s=30,
                        color=colors["series"][i % len(colors["series"])], label=f"torch {release}", zorder=3)
-        ax.set_yticks(range(len(rows)), [wrapped(short(row)) if narrow else short(row) for row in rows])
+        ax.set_yticks(range(len(rows)), labels)
         ax.set_xscale("log")
         low, high = min(min(ratios), 1 / 1.5), max(max(ratios), 1.5)
         ax.set_xlim(low / 1.3, high * 1.3)
         # Over more than two decades, decades only: 0.1×, 0.2×, 0.5× and 1× overprint each other there.
         every = (0.001, 0.01, 0.1, 1, 10, 100) if high / low > 100 else (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50)
         ticks = [t for t in every if low / 1.3 <= t <= high * 1.3]
+        if narrow and len(ticks) > 3:  # a phone's plot is about 150 px wide: three labels, 1× among them
+            ticks = ticks[ticks.index(1) % 2::2] if 1 in ticks else ticks[::2]
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.xaxis.set_minor_locator(NullLocator())
@@ -491,7 +503,7 @@ def shown_value(value) -> str:
     return "`" + str(value).replace("|", "\\|") + "`"
 
 
-def timing_section(site: Site, timed: list[Timed]) -> list[str]:
+def timing_section(site: Site, timed: list[Timed], sweeps: int = 0) -> list[str]:
     """The versions page's first section: each timed comparison, release by release, as a chart and a table."""
     steady = sum(row.steady for row in timed)
     refused = sum(len(row.refused) for row in timed)
@@ -529,7 +541,9 @@ def timing_section(site: Site, timed: list[Timed]) -> list[str]:
                + (f" {refused} record{'s are' if refused != 1 else ' is'} not compared: the medians of their fresh "
                   "processes spread more than "
                   f"{measures.UNSTEADY:g} times, where quiet processes agree within about 2 times, so the machine "
-                  "was busy while they ran." if refused else ""))
+                  "was busy while they ran." if refused else "")
+               + (f" {sweeps} more compare one timing at two sizes (a sweep's growth, not one way of running "
+                  f"against another) and are left to their pages." if sweeps else ""))
     figure = ""
     if site.figure is not None and any(row.by_release for row in timed):
         key = hashlib.sha256(Path(__file__).read_bytes() + repr([vars(row) for row in timed]).encode()).hexdigest()
@@ -618,9 +632,10 @@ def render(site: Site) -> str:
     if len(roots) < 2:
         return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
     out: list[str] = []
-    timed = collect(site.compares, site.outputs, site.snippets)
+    everything = collect(site.compares, site.outputs, site.snippets)
+    timed = [row for row in everything if not sizes_of_one_timing(row)]
     if timed:
-        out += timing_section(site, timed)
+        out += timing_section(site, timed, len(everything) - len(timed))
     notable = highlights(site.outputs, site.snippets)
     anchored: set[str] = set()
     if notable:

@@ -189,3 +189,16 @@ def test_a_release_recorded_on_another_machine_is_not_judged_against_it(tmp_path
     (there / "manifest.json").write_text(json.dumps(manifest))
     (row,) = changelog.collect(compares, tmp_path / "outputs", tmp_path / "snippets")
     assert set(row.by_release) == {records.MAIN, "2.11.0"} and not row.elsewhere
+
+
+def test_one_timing_at_two_sizes_is_a_sweep_and_is_not_judged():
+    """Issue 51: the versions page judged "sweep.timing.6 against sweep.timing.0: 10257x slower" as if it were a
+    compile gain."""
+    def row(a, b):
+        return changelog.Timed("p.md", "P", "s.py", a, b)
+    assert changelog.sizes_of_one_timing(row("sweep.timing.0", "sweep.timing.6"))
+    assert changelog.sizes_of_one_timing(row("compile.whole.0", "compile.whole.3"))
+    assert not changelog.sizes_of_one_timing(row("timing.eager", "timing.compiled"))
+    assert not changelog.sizes_of_one_timing(row("regional.3", "eager.3"))
+    assert not changelog.sizes_of_one_timing(row("timing.0", "other.timing.6"))
+
