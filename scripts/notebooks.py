@@ -34,6 +34,7 @@ import argparse
 import base64
 import hashlib
 import html
+import os
 import re
 import sys
 from pathlib import Path
@@ -469,7 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=CACHE, help=f"write into OUT/{chapters.FOLDER}/ (default: {CACHE})")
     args = parser.parse_args(argv)
     try:
-        names = write_all(args.out.resolve())
+        # As the site's build without SITE_URL: the first cell says which address the links start with.
+        names = write_all(args.out.resolve(), where=where_the_site_is(site_url(), bool(os.environ.get("SITE_URL")),
+                                                                       serving=False))
     except ChapterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
