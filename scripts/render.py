@@ -630,14 +630,15 @@ def overhead_note(modelled: list, page: Page) -> str:
     if costs is None:
         return ""
     bound = sum(any(f.model.overhead_bound(g) for g in f.model.names) for f in modelled)
+    graphs = page.md_link("dissecting/graphs.md")
     return (f"The roofs leave out what a call costs before its bytes count; the {costs.hardware}'s record of "
-            f"[CUDA graphs]({page.md_link('dissecting/graphs.md')}) (torch {costs.release}) measured it: "
-            f"{costs.eager_op_us:.1f} µs per eager op from the host, {costs.launch_us:.2f} µs per kernel replayed "
-            f"in a CUDA graph, {costs.compiled_call_us:.1f} µs per compiled call of one kernel. A row where either "
-            f"side's time at the roof is under what its calls cost there (eager: its ops × the first; compiled: "
-            f"the third, plus the second for each further kernel) is **overhead-bound**: its time is set by "
-            f"launches and the host, not by the roofs, and the model gives it no ratio ({bound} of "
-            f"{len(modelled)} rows on at least one GPU; the costs are that box's, applied to all three). ")
+            f"[CUDA graphs]({graphs}) (torch {costs.release}) measured it: {costs.eager_op_us:.1f} µs per eager "
+            f"op from the host, {costs.launch_us:.2f} µs of GPU time per kernel replayed in a CUDA graph, "
+            f"{costs.compiled_call_us:.1f} µs per compiled call of one kernel. A row where either side's time at "
+            f"the roof is under what its calls cost there (eager: its ops × the first; compiled: the third, plus "
+            f"the second for each further kernel; each a lower bound) is **overhead-bound**: the roofs do not "
+            f"decide its time, and the model gives it no ratio ({bound} of {len(modelled)} rows on at least one "
+            f"GPU; the costs are that box's, applied to all three). ")
 
 
 def render_coverage(d: Directive, page: Page) -> str:
