@@ -54,6 +54,7 @@ KINDS = {  # kind -> (anchor prefix, what a case does, as a column says it)
     "recompile": ("rc", "Recompile", "recompiles"),
 }
 SCRIPT = "assets/javascripts/atlas.js"
+FOLD_OVER = 30  # cases: a longer table is folded
 # Each registry id's page, as torch/_dynamo/exc.py's get_gbid_documentation_link builds it.
 SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
 
@@ -300,16 +301,16 @@ def release_cell(entry: dict | None) -> str:
     return said + (", frame skipped" if entry.get("skipped") else "")
 
 
-def same_cell(by_release: dict[str, dict], shown: list[str]) -> str:
-    """Whether the fix, compiled, computed what the original computed eagerly, on every release shown; a fix
-    that changes the program says how."""
+def same_note(by_release: dict[str, dict], shown: list[str]) -> str:
+    """After the fix: whether it, compiled, computed what the original computed eagerly, on every release shown
+    ("same"), or on which it differed; a fix that changes the program says how. "" where no record says."""
     entries = [by_release[r] for r in shown if r in by_release and "same" in by_release[r]]
     if not entries:
-        return "–"
+        return ""
     changes = html.escape(entries[-1].get("changes") or "").replace("|", "\\|")
     differs = [r.removesuffix(".0") for r in shown if r in by_release and by_release[r].get("same") is False]
-    said = "yes" if not differs else f"no ({', '.join(differs)})"
-    return f"{said}: {changes}" if changes else said
+    said = "same" if not differs else f"differs on {', '.join(differs)}"
+    return f" ({said}; *it changes the program:* {changes})" if changes else f" ({said})"
 
 
 def id_cell(by_release: dict[str, dict], shown: list[str]) -> str:
@@ -327,14 +328,13 @@ def id_cell(by_release: dict[str, dict], shown: list[str]) -> str:
 
 def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchors: bool) -> str:
     """The table, a row per case: what it does (its name on hover, a link to its messages), its id where the
-    records have one (graph breaks have registry ids, recompiles none), whether it breaks (recompiles) on each
-    release, the fix."""
+    records have one (graph breaks have registry ids, recompiles none, linked to the id's page), whether it
+    breaks (recompiles) on each release, the fix and whether it computes the same."""
     prefix, _, _ = KINDS[kind]
     heads = " · ".join(release.removesuffix(".0") for release in shown)
     with_ids = any(entry["id"] for by_release in cases.values() for entry in by_release.values())
-    with_same = any("same" in entry for by_release in cases.values() for entry in by_release.values())
-    rows = [f"| Case |{' Id |' if with_ids else ''} On torch {heads} | Fix |{' Same |' if with_same else ''}",
-            f"|---|{'---|' if with_ids else ''}:-:|---|{'---|' if with_same else ''}"]
+    rows = [f"| Case |{' Id |' if with_ids else ''} On torch {heads} | Fix |",
+            f"|---|{'---|' if with_ids else ''}:-:|---|"]
     for case, by_release in cases.items():
         newest = list(by_release.values())[0]
         what = html.escape(newest["what"]).replace("|", "\\|")
@@ -342,11 +342,10 @@ def table(kind: str, shown: list[str], cases: dict[str, dict[str, dict]], anchor
         if anchors:
             name = (f'<span id="{prefix}-{case}"></span>'
                     f'<a href="#{prefix}-msg-{case}" title="{case}: its messages">{what}</a>')
-        fix = html.escape(newest["fix"]).replace("|", "\\|")
+        fix = html.escape(newest["fix"]).replace("|", "\\|") + same_note(by_release, shown)
         cells = " · ".join(release_cell(by_release.get(release)) for release in shown)
         ids = f" {id_cell(by_release, shown)} |" if with_ids else ""
-        same = f" {same_cell(by_release, shown)} |" if with_same else ""
-        rows.append(f"| {name} |{ids} {cells} | {fix} |{same}")
+        rows.append(f"| {name} |{ids} {cells} | {fix} |")
     return "\n".join(rows) + "\n"
 
 
@@ -462,5 +461,9 @@ def render(d, page, atlases) -> str:
     if part in ("all", "lookup"):
         out.append(lookup(site_entries(page, atlases), page.link(SCRIPT)))
     if part in ("all", "table"):
-        out += [counted, table(kind, shown, cases, anchors=True), messages(kind, shown, cases)]
+        rows = table(kind, shown, cases, anchors=True)
+        if len(cases) > FOLD_OVER:  # a long table folds (a link to a row opens it), so the page reads in a sitting
+            rows = f'??? abstract "The {len(cases)} cases, release by release"\n\n' + "\n".join(
+                "    " + line if line else "" for line in rows.splitlines()) + "\n"
+        out += [counted, rows, messages(kind, shown, cases)]
     return "\n".join(out)

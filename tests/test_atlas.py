@@ -300,14 +300,15 @@ def test_the_table_has_an_id_column_only_where_a_case_has_an_id():
     assert atlas.gb_link("GB0179") == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0179.html"
 
 
-def test_the_same_column_says_what_a_fix_changes():
+def test_the_fix_says_whether_it_computes_the_same():
     entry = {"what": "w", "fix": "f", "before": 1, "id": None, "same": True, "changes": None}
     rows = atlas.table("graph_break", ["2.15.0"], {"a": {"2.15.0": entry},
                                                    "b": {"2.15.0": {**entry, "same": False,
                                                                     "changes": "It prints later."}}},
                        anchors=False).splitlines()
-    assert rows[0].endswith("| Fix | Same |")
-    assert rows[2].endswith("| f | yes |") and rows[3].endswith("| f | no (2.15): It prints later. |")
+    assert rows[0].endswith("| Fix |")
+    assert rows[2].endswith("| f (same) |")
+    assert rows[3].endswith("| f (differs on 2.15; *it changes the program:* It prints later.) |")
     skipped = atlas.release_cell({"before": 1, "skipped": True})
     assert skipped == "yes, frame skipped"
 
