@@ -37,21 +37,23 @@ class Timed:
     refused: dict[str, tuple[float, float]] = field(default_factory=dict)  # release -> process medians' spread
     machine: str = ""  # the machine of the first release's record: the others are judged only on the same one
     elsewhere: dict[str, str] = field(default_factory=dict)  # release -> the other machine its record was made on
+    what: str = ""  # what the comparison is, in the words of the page that makes it (md:compare's what=)
 
     @property
     def steady(self) -> bool:
         return len({measures.direction(words) for words, _ in self.by_release.values()}) == 1
 
 
-def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS) -> list[Timed]:
+def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS,
+            names: dict | None = None) -> list[Timed]:
     """One Timed per distinct comparison with a fresh record on more than one release, from (page, title,
-    snippet, key A, key B) rows in nav order."""
+    snippet, key A, key B) rows in nav order; `names` gives a comparison's words, {(snippet, A, B): what}."""
     found, seen = [], set()
     for src, title, snippet, key_a, key_b in compares:
         if (snippet, key_a, key_b) in seen:
             continue
         seen.add((snippet, key_a, key_b))
-        row = Timed(src, title, snippet, key_a, key_b)
+        row = Timed(src, title, snippet, key_a, key_b, what=(names or {}).get((snippet, key_a, key_b), ""))
         for record in releases.comparable(snippet, "cpu", outputs, snippets):
             try:
                 a, b = record.value(key_a), record.value(key_b)
@@ -133,16 +135,22 @@ def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -
 
 
 def wrapped(label: str, width: int = 20) -> str:
-    """A row's label on a phone: the snippet's name, then timing B over as many lines as it needs."""
+    """A row's label on a phone: the snippet's name, then timing B over as many lines as it needs; a page's
+    words (no "name: ") over lines of `width`."""
     import textwrap
 
     name, _, key = label.partition(": ")
-    return "\n".join([name + ":", *textwrap.wrap(key, width, break_on_hyphens=True)]) if key else label
+    if not key:
+        return "\n".join(textwrap.wrap(label, width, break_on_hyphens=True))
+    return "\n".join([name + ":", *textwrap.wrap(key, width, break_on_hyphens=True)])
 
 
 def short(row: Timed) -> str:
-    """A row's label: the snippet's name, then B against A without the path they share, short enough for a
-    phone ("fusion: compiled_out against compiled"), so two comparisons of one timing read apart."""
+    """A row's label: the page's words for it where the page gives them (`what=`); otherwise the snippet's
+    name, then B against A without the path they share, short enough for a phone ("fusion: compiled_out
+    against compiled"), so two comparisons of one timing read apart."""
+    if row.what:
+        return row.what
     name = Path(row.snippet).stem
     a, b = row.key_a.split("."), row.key_b.split(".")
     shared = 0
@@ -485,6 +493,7 @@ class Site:
     duration: Callable[[float], str]  # microseconds as the site shows a time
     # (key, draw(colors, style, narrow) -> SVG, alt, caption) -> the numbered figure's Markdown; None: none
     figure: Callable[[str, Callable[[dict, dict, bool], str], str, str], str] | None = None
+    names: dict = field(default_factory=dict)  # (snippet, key A, key B) -> the page's words for it (what=)
 
 
 def fenced(text: str, info: str) -> str:
@@ -549,7 +558,7 @@ def timing_section(site: Site, timed: list[Timed], sweeps: int = 0) -> list[str]
         key = hashlib.sha256(Path(__file__).read_bytes() + repr([vars(row) for row in timed]).encode()).hexdigest()
         figure = site.figure(key, lambda colors, style, narrow: chart(timed, colors, style, narrow), describe(timed),
                              "Each comparison's ratio on each release (a marker per release, log scale); the "
-                             "shaded band is what the site calls about the same.")
+                             "shaded band is the CPU's floor of about the same, as Reproduce states the rule.")
     return ["## Timings, release by release", "", summary, "", figure, "\n".join(rows), ""]
 
 
@@ -632,7 +641,7 @@ def render(site: Site) -> str:
     if len(roots) < 2:
         return "Only one torch release has CPU records so far, so nothing can be compared yet.\n"
     out: list[str] = []
-    everything = collect(site.compares, site.outputs, site.snippets)
+    everything = collect(site.compares, site.outputs, site.snippets, site.names)
     timed = [row for row in everything if not sizes_of_one_timing(row)]
     if timed:
         out += timing_section(site, timed, len(everything) - len(timed))

@@ -398,7 +398,9 @@ def render_changes(d: Directive, page: Page) -> str:
     try:
         return changelog.render(changelog.Site(
             page.outputs, page.snippets, page.md_link, site_outputs(page.docs), site_compares(page.docs),
-            site_pages(page.docs), change_anchor, duration, figure if page.target != NOTEBOOK else None))
+            site_pages(page.docs), change_anchor, duration, figure if page.target != NOTEBOOK else None,
+            {tuple(d.args): d.options["what"] for _, _, d in site_directives(page.docs, "compare")
+             if "what" in d.options and d.options.get("device", "cuda") == "cpu"}))
     except changelog.ChangelogError as error:
         raise DirectiveError(str(error)) from None
 

@@ -202,3 +202,11 @@ def test_one_timing_at_two_sizes_is_a_sweep_and_is_not_judged():
     assert not changelog.sizes_of_one_timing(row("regional.3", "eager.3"))
     assert not changelog.sizes_of_one_timing(row("timing.0", "other.timing.6"))
 
+
+
+def test_a_row_reads_in_the_words_of_the_page_that_makes_the_comparison():
+    row = changelog.Timed("optimizations.md", "Kernel fusion", "optimizations/fusion.py", "timing.eager",
+                          "timing.compiled")
+    assert changelog.short(row) == "fusion: compiled against eager"
+    row.what = "Six element-wise ops, compiled"
+    assert changelog.short(row) == "Six element-wise ops, compiled"
