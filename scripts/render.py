@@ -59,6 +59,7 @@ class Page:
         self.src_uri, self.url, self.snippets, self.outputs = src_uri, url, snippets, outputs
         self.docs = docs  # every page, for the directives that read across the site (md:changes)
         self.figures = 0
+        self.same_said: dict[str, str] = {}  # device -> the releases an output was first said to print alike on
         self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
 
     def under_code(self, snippet: str, section: str | None) -> bool:
@@ -168,11 +169,21 @@ def output_line(page: Page, record: records.Record, section: str | None) -> str:
     link = page.link(f"{record.site_path}/{records.MANIFEST}")
     parts.append(f'<a href="{link}" title="{html.escape(record.provenance())}">record</a>')
     found = releases.comparable(record.snippet, record.device, page.outputs, page.snippets)
-    if len(found) > 1 and found[0].folder == record.folder:
+    compared = len(found) > 1 and found[0].folder == record.folder
+    if not compared and record.device in page.same_said:  # not covered by the page's "the same" above
+        parts.append("not compared with other releases")
+    if compared:
         groups = releases.grouped(found, section)
         others = [r for group in groups[1:] for r in group]
-        if not others:
-            parts.append(f"the same on torch {releases.names(found[1:])}")
+        if not others:  # said once a page: later outputs alike on the same releases say nothing
+            names = releases.names(found[1:])
+            said = page.same_said.get(record.device)
+            if said is None:
+                page.same_said[record.device] = names
+                parts.append(f"the same on torch {names}, as is every {record.device.upper()} output below that "
+                             f"says nothing of it")
+            elif said != names:
+                parts.append(f"the same on torch {names}")
         else:
             anchor = page.link("versions/") + "#" + change_anchor(record.snippet, section)
             parts.append(f'<a href="{anchor}">torch {releases.names(others)} printed it otherwise</a>')

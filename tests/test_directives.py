@@ -445,8 +445,16 @@ def test_an_output_other_releases_printed_alike_says_so_once_run_to_run_numbers_
     write_record(tree, "cpu", stdout="buf3 at 0x7f00aa: 1.25 ms\n")
     write_record(tree, "cpu", release="2.11.0", stdout="buf7 at 0x55bb00: 3.5 ms\n")
     text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n")
-    assert "· the same on torch 2.11.0</p>" in text and text.count("provenance") == 1
-    assert "printed it otherwise" not in text
+    assert "· the same on torch 2.11.0, as is every CPU output below that says nothing of it</p>" in text
+    assert text.count("provenance") == 1 and "printed it otherwise" not in text
+
+
+def test_a_page_says_the_same_on_other_releases_once(tree):
+    """Issue 51: "the same on torch 2.11.0 and 2.13.0" was printed 147 times across the site."""
+    write_record(tree, "cpu", stdout="hello\n")
+    write_record(tree, "cpu", release="2.11.0", stdout="hello\n")
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n\n<!-- md:output {SNIPPET}:main -->\n")
+    assert text.count("the same on torch 2.11.0") == 1 and text.count('class="provenance"') == 2
 
 
 def test_an_output_another_release_printed_otherwise_links_to_its_diff(tree):
