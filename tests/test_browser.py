@@ -355,7 +355,8 @@ def test_notebook_pages_draw_their_diagrams_keep_numbers_whole_and_fold_answers(
              .filter(a => a.offsetParent !== null).map(a => [a.innerText.trim(), getComputedStyle(a).color])""")
     plain = page.evaluate("() => getComputedStyle(document.querySelector('a.md-nav__link')).color")
     context.close()
-    assert [text for text, _ in current] == ["Graph mode"], f"the navigation marks {current} as current"
+    assert [text for text, _ in current] == ["Graph mode and the torch.compile stack"], \
+        f"the navigation marks {current} as current"
     assert current[0][1] != plain, "the chapter's entry looks like every other entry"
     assert sizes and all(width > 0 for width in sizes), f"diagrams drawn at widths {sizes}"
     assert output_break != "break-all", "outputs break numbers apart"

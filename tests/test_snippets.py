@@ -110,6 +110,13 @@ def test_every_snippet_times_by_the_one_method():
 # purpose, each with why. Every other shared name is a copy (a snippet runs alone, so a helper it shares is
 # copied into it) and must stay one function.
 DIFFERENT_ON_PURPOSE = {
+    "activation": "compiler_crash's ReLU, where the planted bug sits; data_dependent's own activation",
+    "fresh": "training_step's fresh model and its optimizer; break_atlas's fresh leaves for a case's inputs",
+    "call": "break_atlas calls a function with its arguments; recompile_atlas makes one call for later",
+    "same": "break_atlas compares values of any type; recompile_atlas compares one tensor result",
+    "no_grad_inside": "two cases named alike, each with its own body: break_atlas's, recompile_atlas's",
+    "autocast_inside": "two cases named alike, each with its own body: break_atlas's, recompile_atlas's",
+    "times": "two one-line cases named alike: x times a value (break_atlas), x times an int n (recompile_atlas)",
     "add": "regimes' one-op example; triton_basics' launcher of its Triton add kernel",
     "Block": "transformer_block's block; regional_compile's smaller one, so a stack of them compiles quickly",
     "block": "wrong_output's norm, MLP and head; levers' two-op block with a print",

@@ -142,21 +142,23 @@ results["fence"] = {"graphs": explained.graph_count,
                     "breaks": explained.graph_break_count,
                     "same_as_eager": torch.allclose(out, expected)}
 
+scratch = tempfile.TemporaryDirectory()  # torch's debug files go here, removed below
+torch._dynamo.config.debug_dir_root = scratch.name
+
 # --8<-- [start:repro]
 # For the bug report: with repro_after="aot", a failing Inductor compile first writes
 # a script that rebuilds the graph Inductor was given, its inputs' shapes and the
 # configs that differ from the defaults. It runs without your model's code.
-with tempfile.TemporaryDirectory() as folder:
-    torch._dynamo.config.debug_dir_root = folder
-    torch._dynamo.config.repro_after = "aot"
-    torch._dynamo.reset()
-    try:
-        torch.compile(model)(x)
-    except Exception:  # noqa: BLE001 (the same failure as above)
-        pass
-    torch._dynamo.config.repro_after = None
-    launcher = next(Path(folder).rglob("minifier_launcher.py"))
-    script = launcher.read_text()
+torch._dynamo.config.repro_after = "aot"
+torch._dynamo.reset()
+try:
+    torch.compile(model)(x)
+except Exception:  # noqa: BLE001 (the same failure as above)
+    pass
+torch._dynamo.config.repro_after = None
+debug_dir = Path(torch._dynamo.config.debug_dir_root)
+launcher = next(debug_dir.rglob("minifier_launcher.py"))
+script = launcher.read_text()
 ops = re.findall(r"torch\.ops\.aten\.(\w+)", script)
 print("wrote", launcher.name)
 print("  aten ops of the graph:", ", ".join(ops))
@@ -168,3 +170,4 @@ print("  it shrinks the graph to the ops that still fail")
 results["repro"] = {"ops": ops, "command": command,
                     "keeps_config": "inject_relu_bug_TESTING_ONLY" in script}
 backend_config.inject_relu_bug_TESTING_ONLY = None
+scratch.cleanup()
