@@ -172,8 +172,9 @@ class Modelled:
 
 
 def model_of(finding: Finding, outputs: Path = records.OUTPUTS,
-             snippets: Path = records.SNIPPETS) -> Modelled | None:
-    """The row's model, or None where the model record is missing or models another workload than the row's."""
+             snippets: Path = records.SNIPPETS, costs: Overheads | None = None) -> Modelled | None:
+    """The row's model, or None where the model record is missing or models another workload than the row's;
+    `costs`, the measured overheads (`overheads`), read once by the caller for every row."""
     record = records.record(MODEL, "cpu", outputs, snippets)
     if not record.exists:
         return None
@@ -193,7 +194,7 @@ def model_of(finding: Finding, outputs: Path = records.OUTPUTS,
     return Modelled((len(a["kernels"]), len(b["kernels"])), (a["bytes"], b["bytes"]),
                     {g: (a[f"{g}_us"], b[f"{g}_us"]) for g in gpus}, {g: spec["name"] for g, spec in gpus.items()},
                     (is_compiled(finding.key_a, a["work"]), is_compiled(finding.key_b, b["work"])),
-                    overheads(outputs, snippets))
+                    costs)
 
 
 def shown_size(value) -> str:
@@ -256,6 +257,7 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
     page describes (`what=`) is left out, and so is one that no record holds."""
     found = []
     on_cpu = described(compares, "cpu")
+    costs = overheads(outputs, snippets)
     for (snippet, key_a, key_b), (src, title, options) in on_cpu.items():
         if "what" not in options:
             continue
@@ -279,7 +281,7 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
         finding = Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""),
                           sized(shown, options), measures.judge(a, b, "cpu"), ratio, low, high,
                           len(measures.ratios(a, b)), verdicts)
-        finding.model = model_of(finding, outputs, snippets)
+        finding.model = model_of(finding, outputs, snippets, costs)
         finding.gpu = gpu_of(snippet, key_a, key_b, options, outputs, snippets)
         found.append(finding)
     for (snippet, key_a, key_b), (src, title, options) in described(compares, "cuda").items():
