@@ -20,6 +20,7 @@ imports nothing of the site.
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import hashlib
 import json
 import os
@@ -85,6 +86,16 @@ def build(out: Path = BUILT) -> list[str]:
             if line.endswith(".ipynb") and Path(line).is_relative_to(out)]
 
 
+class NoMatch(ValueError):
+    """An --only pattern that names no chapter's notebook: the recorder reports it as bad input (exit 2)."""
+
+
+def locked(path: Path = RECEIPTS):
+    """Hold the receipts file's lock: one writer at a time, so two runs at once keep each other's receipts.
+    The lock is a file of its own beside it (hidden, so git ignores it), never replaced as the receipts are."""
+    return records.exclusive(path.with_name(f".{path.name}.lock"), f"waiting for another run writing {path.name} ...")
+
+
 def write(receipts: dict, path: Path = RECEIPTS) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".json.new")
@@ -92,17 +103,48 @@ def write(receipts: dict, path: Path = RECEIPTS) -> None:
     temporary.replace(path)
 
 
-def regenerate(force: bool = False, only: list[str] | None = None) -> int:
-    """Run each stale (or, forced, every) notebook; write its receipt as soon as it passes. 1 if any failed."""
-    import fnmatch
+def update(made: dict, keep: set[str] | None = None, path: Path = RECEIPTS) -> None:
+    """Put the receipts this run made into the file as it is now, under its lock: read, change those, write.
+    With `keep`, drop the receipts of notebooks not in it (a chapter that is gone); every other receipt, another
+    run's included, stays as it is on disk."""
+    with locked(path):
+        receipts = load(path)
+        now = {name: receipt for name, receipt in receipts.items() if keep is None or name in keep} | made
+        if now != receipts or not path.is_file():
+            write(now, path)
 
+
+def choose(names: list[str], only: list[str] | None) -> list[str]:
+    """The notebooks --only names (each pattern a part of the name, or a glob of it); all without it. Raises
+    NoMatch on a pattern that names none, as the recorder does for a snippet."""
+    if not only:
+        return list(names)
+    chosen = []
+    for pattern in only:
+        hits = [n for n in names if fnmatch.fnmatch(n, f"*{pattern}*")]
+        if not hits:
+            raise NoMatch(f"--only {pattern!r} matches no chapter's notebook (they are "
+                          f"{', '.join(Path(n).stem for n in names) or 'none'})")
+        chosen += [n for n in hits if n not in chosen]
+    return [n for n in names if n in chosen]
+
+
+def built() -> dict:
+    """Every chapter's notebook, built (or taken from the cache) by the site's builder: {name: notebook}."""
     import nbformat
 
-    names = build()
-    books = {name: nbformat.read(BUILT / name, as_version=4) for name in names}
-    receipts = {name: receipt for name, receipt in load().items() if name in books}  # drop removed chapters
-    chosen = [n for n in (list(books) if force else stale(books, receipts))
-              if not only or any(fnmatch.fnmatch(n, f"*{pattern}*") for pattern in only)]
+    return {name: nbformat.read(BUILT / name, as_version=4) for name in build()}
+
+
+def regenerate(force: bool = False, only: list[str] | None = None, path: Path = RECEIPTS) -> int:
+    """Run each stale (or, forced, every) notebook that --only names; put its receipt in the file as soon as it
+    passes, leaving every other receipt as it is. 1 if any failed. Raises NoMatch, having run and written
+    nothing, where an --only pattern names no notebook."""
+    books = built()
+    matched = choose(list(books), only)
+    receipts = load(path)
+    fresh = [n for n in matched if n not in stale({n: books[n] for n in matched}, receipts)]
+    chosen = [n for n in matched if force or n not in fresh]
     failed = []
     for number, name in enumerate(chosen, 1):
         print(f"[{number}/{len(chosen)}] {name} ...", end=" ", flush=True)
@@ -115,10 +157,10 @@ def regenerate(force: bool = False, only: list[str] | None = None) -> int:
                 failed.append(name)
                 continue
         print(f"ran in {seconds:.0f} s")
-        receipts[name] = {"key": key(books[name]), "torch": torch_version(), "seconds": round(seconds, 1),
-                          "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()}
-        write(receipts)
-    write(receipts)
-    print(f"notebooks: {len(chosen) - len(failed)} ran, {len(failed)} failed, "
-          f"{len(books) - len(chosen)} had a fresh receipt")
+        update({name: {"key": key(books[name]), "torch": torch_version(), "seconds": round(seconds, 1),
+                       "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()}}, path=path)
+    update({}, keep=set(books), path=path)  # drop the receipts of chapters that are gone
+    kept = len(matched) - len(chosen)
+    print(f"notebooks: {len(chosen) - len(failed)} ran, {len(failed)} failed, {kept} had a fresh receipt"
+          + (f" (--only left out the other {len(books) - len(matched)})" if len(matched) < len(books) else ""))
     return 1 if failed else 0

@@ -26,6 +26,8 @@ A record's state, in the words every tool uses:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 from dataclasses import dataclass
@@ -53,6 +55,20 @@ MANIFEST = "manifest.json"  # the recorder's; the run's own files are named in s
 
 # The command that remakes records, as a contributor types it after the README's set-up.
 REMAKE = ".venv/bin/python -m scripts.regenerate"
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path, waiting: str):
+    """Hold `lock` (a file of its own, never replaced) alone: one writer of what it guards at a time; a second one
+    says `waiting` and waits its turn. The recorder's device folders and the notebook receipts use it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(waiting, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def release_of(version: str | None) -> str:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import fcntl
 import fnmatch
 import json
 import os
@@ -121,16 +120,10 @@ def recover(device_dir: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-@contextlib.contextmanager
 def exclusive(device_dir: Path):
     """One regeneration writes a device's records at a time; a second one waits its turn."""
-    with open(device_dir / ".lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"waiting for another regeneration writing to {shown(device_dir)} ...", flush=True)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return records.exclusive(device_dir / ".lock",
+                             f"waiting for another regeneration writing to {shown(device_dir)} ...")
 
 
 def check_writable(device_dir: Path) -> None:
@@ -709,7 +702,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.notebooks:
             from scripts import notebook_runs  # needs the docs tools and a Jupyter kernel, as snippets do not
 
-            return notebook_runs.regenerate(args.force, args.only)
+            try:
+                return notebook_runs.regenerate(args.force, args.only)
+            except notebook_runs.NoMatch as error:
+                raise UsageError(str(error)) from None
         release = records.release_of(version_of("torch"))
         if args.outputs_dir is None:
             args.outputs_dir = records.release_root(release)
