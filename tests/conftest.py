@@ -44,6 +44,7 @@ def pytest_configure(config):
         config.option.mlc_run_id = uuid.uuid4().hex[:12]
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(ShareRunId())
+        ALIVE.append(hold_alive(SITES, config.option.mlc_run_id))
 
 
 def run_id(config) -> str:
@@ -62,18 +63,51 @@ HANG_S = 3600
 NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 
 
+def hold_alive(base: Path, run: str):
+    """Mark the run's folder under `base` as in use for as long as this process (the run's controller) lives:
+    a shared lock on its `.alive` file, which the kernel lets go of however the process ends. Returns the open
+    file, to keep."""
+    with open(base / ".lock", "a") as registry:  # not while another run's clean-up looks at the folders
+        fcntl.flock(registry, fcntl.LOCK_EX)
+        (base / run).mkdir(parents=True, exist_ok=True)
+        alive = open(base / run / ".alive", "a")  # noqa: SIM115 (held open until the process ends)
+        fcntl.flock(alive, fcntl.LOCK_SH)
+    return alive
+
+
+def remove_ended(base: Path, run: str) -> None:
+    """Remove the folders of the runs that have ended (nothing holds their `.alive` lock), never another live
+    run's: two pytest runs at once each keep their own built site."""
+    with open(base / ".lock", "a") as registry:
+        fcntl.flock(registry, fcntl.LOCK_EX)
+        for old in base.iterdir():
+            if not old.is_dir() or old.name == run:
+                continue
+            try:
+                with open(old / ".alive", "a") as alive:
+                    fcntl.flock(alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    shutil.rmtree(old, ignore_errors=True)
+            except BlockingIOError:  # a run still going
+                continue
+            except OSError:  # gone meanwhile
+                continue
+
+
+SITES = CACHE / "test-site"  # a folder per run: its site, build.log, returncode, seconds
+SITES.mkdir(parents=True, exist_ok=True)
+ALIVE: list = []  # this run's `.alive` file, held open by its controller (hold_alive)
+
+
 def build_site(run: str) -> Path:
     """Build the site with `mkdocs build --strict` once per test run, however many workers ask (they take turns
-    on a lock). Returns the run's folder: the site, build.log (the build's stderr) and returncode."""
-    base = CACHE / "test-site"
-    base.mkdir(parents=True, exist_ok=True)
-    out = base / run
-    with open(base / ".lock", "w") as lock:
+    on the run's lock), into the run's own folder; another run's build goes on beside it. Returns the run's
+    folder: the site, build.log (the build's stderr) and returncode."""
+    out = SITES / run
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out / "build.log").exists():
-            for old in base.iterdir():  # sites of earlier runs
-                if old.is_dir() and old.name != run:
-                    shutil.rmtree(old, ignore_errors=True)
+            remove_ended(SITES, run)  # sites of earlier runs, not of one still going
             started = time.monotonic()
             process = subprocess.Popen(
                 [*NICE, sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out / "site")],
@@ -200,7 +234,7 @@ def pytest_terminal_summary(terminalreporter):
 
     if hasattr(terminalreporter.config, "workerinput"):
         return
-    seconds = CACHE / "test-site" / run_id(terminalreporter.config) / "seconds"
+    seconds = SITES / run_id(terminalreporter.config) / "seconds"
     if seconds.is_file() and int(seconds.read_text()) > SLOW_BUILD_S:
         terminalreporter.section("slow site build")
         terminalreporter.line(f"mkdocs build --strict took {seconds.read_text()} s beside the other tests (more "
