@@ -211,10 +211,11 @@ def site_pages(docs: Path) -> list[tuple[str, str, str]]:
     return found
 
 
-def site_directives(docs: Path, name: str) -> list[tuple[str, str, Directive]]:
-    """(page, title, directive) of every md:<name> on the site's pages (outside code), in nav order."""
+def site_directives(docs: Path, name: str, pages: list | None = None) -> list[tuple[str, str, Directive]]:
+    """(page, title, directive) of every md:<name> on the site's pages (outside code), in nav order. `pages`:
+    site_pages(docs) where the caller read them already."""
     found = []
-    for src, title, text in site_pages(docs):
+    for src, title, text in site_pages(docs) if pages is None else pages:
         for is_code, segment in fenced_segments(text):
             pattern = BLOCK if SPECS[name].place == "block" else INLINE
             for match in [] if is_code else pattern.finditer(segment):
@@ -223,15 +224,16 @@ def site_directives(docs: Path, name: str) -> list[tuple[str, str, Directive]]:
     return found
 
 
-def site_outputs(docs: Path) -> list[tuple[str, str, str, str | None]]:
+def site_outputs(docs: Path, pages: list | None = None) -> list[tuple[str, str, str, str | None]]:
     """(page, title, snippet, section) of every md:output on the site, in nav order."""
-    return [(src, title, *split_reference(d.args[0])) for src, title, d in site_directives(docs, "output")]
+    return [(src, title, *split_reference(d.args[0])) for src, title, d in site_directives(docs, "output", pages)]
 
 
-def site_compares(docs: Path) -> list[tuple[str, str, str, str, str]]:
-    """(page, title, snippet, key A, key B) of every CPU md:compare on the site, in nav order."""
-    return [(src, title, *d.args) for src, title, d in site_directives(docs, "compare")
-            if d.options.get("device", "cuda") == "cpu"]
+def site_compares(docs: Path, pages: list | None = None) -> list[tuple[str, str, str, str, str, str]]:
+    """(page, title, snippet, key A, key B, what) of every CPU md:compare on the site, in nav order; `what` is its
+    what= ("" where it has none)."""
+    return [(src, title, *d.args, d.options.get("what", ""))
+            for src, title, d in site_directives(docs, "compare", pages) if d.options.get("device", "cuda") == "cpu"]
 
 
 # --------------------------------------------------------------------------------------------- expanding

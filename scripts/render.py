@@ -406,12 +406,13 @@ def render_changes(d: Directive, page: Page) -> str:
         numbered = f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> {caption}</p>'
         return '<div class="mlc-figure" markdown>\n\n' + "\n".join(spans) + f"\n{numbered}\n\n</div>\n"
 
+    pages = site_pages(page.docs)  # read once; the outputs and the comparisons are found in them
+    compares = site_compares(page.docs, pages)
     try:
         return changelog.render(changelog.Site(
-            page.outputs, page.snippets, page.md_link, site_outputs(page.docs), site_compares(page.docs),
-            site_pages(page.docs), change_anchor, duration, figure if page.target != NOTEBOOK else None,
-            {tuple(d.args): d.options["what"] for _, _, d in site_directives(page.docs, "compare")
-             if "what" in d.options and d.options.get("device", "cuda") == "cpu"}))
+            page.outputs, page.snippets, page.md_link, site_outputs(page.docs, pages), [c[:5] for c in compares],
+            pages, change_anchor, duration, figure if page.target != NOTEBOOK else None,
+            {c[2:5]: c[5] for c in compares if c[5]}))
     except changelog.ChangelogError as error:
         raise DirectiveError(str(error)) from None
 

@@ -35,7 +35,7 @@ GOAL_RATIO = measures.SAME_WITHIN  # a verdict survives a re-run only if its rat
 def comparisons(docs: Path = records.ROOT / "docs") -> list[dict]:
     """Every CPU md:compare on the site: page, snippet, the two keys (read with scripts/directives.py)."""
     return [{"page": src, "snippet": snippet, "a": a, "b": b}
-            for src, _, snippet, a, b in site_compares(docs)]
+            for src, _, snippet, a, b, _ in site_compares(docs)]
 
 
 def report(rows: list[dict], runs: list[Path]) -> str:

@@ -554,6 +554,29 @@ def test_the_changes_page_leaves_out_a_timing_whose_processes_disagree_wildly(tr
     assert "1 record is not compared" in text
 
 
+def test_the_changes_page_reads_the_pages_once_and_names_a_comparison_in_its_pages_words(tree, monkeypatch):
+    """md:changes hands the changelog the site's outputs and CPU comparisons, with each comparison's what=, from
+    one read of the pages (it read them four times, and scanned the comparisons twice)."""
+    docs = tree / "docs"
+    docs.mkdir()
+    (docs / "chapter.md").write_text(f"# A chapter\n\n<!-- md:output {SNIPPET}:main -->\n\n"
+                                     f"<!-- md:compare {SNIPPET} eager compiled device=cpu what=\"one add\" -->\n"
+                                     f"<!-- md:compare {SNIPPET} eager compiled device=cuda what=\"not this\" -->\n")
+    reads, handed = [], []
+    read = directives.site_pages
+    monkeypatch.setattr(directives, "site_pages", lambda docs: reads.append(docs) or read(docs))
+    monkeypatch.setattr(render, "site_pages", directives.site_pages)
+    monkeypatch.setattr(render.changelog, "render", lambda site: handed.append(site) or "")
+    on = render.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
+    render.expand("<!-- md:changes -->\n", on)
+    assert len(reads) == 1, f"the pages were read {len(reads)} times"
+    (site,) = handed
+    assert site.shown == [("chapter.md", "A chapter", SNIPPET, "main")]
+    assert site.compares == [("chapter.md", "A chapter", SNIPPET, "eager", "compiled")]
+    assert site.names == {(SNIPPET, "eager", "compiled"): "one add"}
+    assert [p[:2] for p in site.pages] == [("chapter.md", "A chapter")]
+
+
 def test_the_changes_page_with_one_release_says_nothing_can_be_compared(tree):
     write_record(tree, "cpu")
     on = render.Page("versions.md", "versions/", snippets=tree / "snippets", outputs=tree / "outputs",
