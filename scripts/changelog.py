@@ -17,7 +17,6 @@ Needs no mkdocs and does not import scripts/directives.py: its `md:changes` hand
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,13 +83,11 @@ def sizes_of_one_timing(row: Timed) -> bool:
 def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -> str:
     """The SVG: a row per comparison, a marker per release at its ratio (log scale), the band shaded. Narrow:
     for a phone's column (scripts/plots.py NARROW_PT), each label on two lines."""
-    import matplotlib
-
-    matplotlib.use("svg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     from scripts import plots
+
+    plt = plots.pyplot()
 
     rows = [row for row in reversed(found) if row.by_release]
     names = sorted({r for row in rows for r in row.by_release}, key=records.version_key)
@@ -126,12 +123,7 @@ def chart(found: list[Timed], colors: dict, style: dict, narrow: bool = False) -
         below = -0.75 / (step * len(rows)) if narrow else -0.12 - 1.2 / (step * len(rows) + 1.3) / 4
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, below), ncol=1 if narrow else len(names),
                   frameon=False)
-        if narrow:
-            plots.fit(fig, plots.NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
-        out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-        plt.close(fig)
-    return out.getvalue()
+        return plots.svg(fig, narrow)
 
 
 def wrapped(label: str, width: int = 20) -> str:

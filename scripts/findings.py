@@ -21,7 +21,6 @@ Needs no mkdocs: the directives module renders it on a page (`md:findings`), wit
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -301,13 +300,10 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
     lines and the axis label shorter, so its text stays readable."""
     import textwrap
 
-    import matplotlib
-
-    matplotlib.use("svg")
-    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
+    plt = plots.pyplot()
     rows = list(reversed(found))  # the first finding on top
     gpu_color = colors["series"][2]
     with plt.rc_context(style):
@@ -358,12 +354,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
                                   label="GPU, timed one call per block"))
         ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1 if narrow else len(handles),
                   frameon=False)
-        if narrow:
-            plots.fit(fig, plots.NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
-        out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-        plt.close(fig)
-    return out.getvalue()
+        return plots.svg(fig, narrow)
 
 
 def describe(found: list[Finding]) -> str:

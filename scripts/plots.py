@@ -73,11 +73,7 @@ class FigureError(Exception):
 
 def render(record: Record, name: str, options: dict[str, str], palette: str) -> tuple[str, str]:
     """(SVG text, alt text) of one figure."""
-    import matplotlib
-
-    matplotlib.use("svg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     kind = options.get("kind", "timeline" if name == "timeline" else None)
     if kind not in KINDS:
         raise FigureError(f"kind={kind} is not one of {', '.join(KINDS)}")
@@ -89,15 +85,32 @@ def render(record: Record, name: str, options: dict[str, str], palette: str) -> 
     try:
         with plt.rc_context(style(colors)):
             fig, alt = DRAW[kind](record, options, colors)
-            if _layout["narrow"]:
-                fit(fig, NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
-            fit_bar_labels(fig)
-            out = io.StringIO()
-            fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-            plt.close(fig)
+            return svg(fig, _layout["narrow"]), alt
     finally:
         _layout["narrow"] = False
-    return out.getvalue(), alt
+
+
+def pyplot():
+    """matplotlib's pyplot on the SVG backend, the one every chart of the site draws with (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def svg(fig, narrow: bool = False) -> str:
+    """The site's SVG of a drawn figure, for every chart (this module's, the versions page's, the findings'):
+    on a phone's column (`narrow`) first fitted to it, bar labels fitted to their bars, no date or creator (the
+    same drawing gives the same bytes), the figure closed. Call it inside the chart's style (rc_context)."""
+    if narrow:
+        fit(fig, NARROW_PT / 72 - 0.2)  # savefig pads the tight box by 0.1 inch a side
+    fit_bar_labels(fig)
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    pyplot().close(fig)
+    return out.getvalue()
 
 
 def fit(fig, inches: float) -> None:

@@ -372,3 +372,11 @@ def test_a_label_too_long_for_its_bar_goes_whole_beside_it_rather_than_cut(recor
     record.file("traces.eager.trace.json").write_text(json.dumps(eager))
     svg, _ = plots.render(record, "timeline", {"layout": "narrow"}, "light")
     assert long in svg and "Torch…" not in svg
+
+
+def test_every_chart_is_saved_by_the_one_chart_module():
+    """plots.svg is the site's one way from a drawn figure to its SVG (phone fit, bar labels, no date): no other
+    module saves a figure of its own, so a change to how charts are saved is made once."""
+    savers = [path.name for path in sorted((records.ROOT / "scripts").glob("*.py"))
+              if path.name != "plots.py" and re.search(r"\.savefig\(|matplotlib\.use\(", path.read_text())]
+    assert not savers, f"{', '.join(savers)} save(s) figures: draw, then return plots.svg(fig, narrow)"
