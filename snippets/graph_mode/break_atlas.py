@@ -1588,6 +1588,486 @@ add("generator_outside", "next() on a generator made outside", generator_outside
     "pass the value in", lambda x, n: x + n, "move_out", around=next_first)
 
 
+# Modules and tensors Dynamo does not trace.
+rnn = torch.nn.LSTM(3, 3).to(device)
+
+
+def lstm(x):
+    return rnn(x.view(1, 1, 3))[0]
+
+
+add("lstm", "an nn.LSTM (also RNN, GRU)", lstm,
+    "allow_rnn=True (the registry's hint for RNN, GRU and LSTM)", lstm, "config",
+    has(("allow_rnn", True)))
+scripted = torch.jit.script(layer)
+
+
+def jit_scripted(x):
+    return scripted(x)
+
+
+add("jit_script", "a torch.jit.script module", jit_scripted,
+    "call the Python module it was scripted from", layer_itself, "rewrite")
+
+
+def resize_as(x):
+    out = x.new_empty(0)
+    out.resize_as_(x)
+    return out.copy_(x) * 2
+
+
+add("resize_as", "Tensor.resize_as_() on a buffer", resize_as,
+    "torch.empty_like(x): a new tensor of that size",
+    lambda x: torch.empty_like(x).copy_(x) * 2, "rewrite")
+shared = torch.zeros(3, device=device)
+
+
+def share_memory(x):
+    shared.share_memory_()  # for worker processes: a one-time set-up
+    return x + shared
+
+
+add("share_memory", "Tensor.share_memory_() in forward", share_memory,
+    "share it once, at set-up", lambda x: x + shared, "move_out")
+
+
+def nested(x):
+    return torch.nested.nested_tensor([x, x[:2]]).to_padded_tensor(0.0)
+
+
+def padded(x):  # what to_padded_tensor returns: each row padded with 0 to the longest
+    return torch.stack([x, torch.nn.functional.pad(x[:2], (0, 1))])
+
+
+add("nested_tensor", "torch.nested.nested_tensor (strided layout)", nested,
+    "pad the rows and stack them", padded, "rewrite")
+
+
+def one_hot(labels):
+    return torch.nn.functional.one_hot(labels)  # classes: labels.max() + 1
+
+
+def classes_first(fn, labels):  # the count, computed before the call
+    return fn(labels, int(labels.max()) + 1)
+
+
+def labels3():
+    return (torch.tensor([0, 2, 1], device=device),)
+
+
+add("one_hot", "F.one_hot without num_classes", one_hot,
+    "pass num_classes (here computed before the call)",
+    lambda labels, n: torch.nn.functional.one_hot(labels, n), "move_out",
+    around=classes_first, inputs=labels3,
+    probes=(lambda: (torch.tensor([0, 1, 1], device=device),),))
+
+
+def leaf_inside(x):
+    weight = torch.ones(3, device=x.device, requires_grad=True)
+    return x * weight
+
+
+def weight_first(fn, x):
+    return fn(x, torch.ones(3, device=x.device, requires_grad=True))
+
+
+add("tensor_requires_grad", "torch.ones(..., requires_grad=True) inside", leaf_inside,
+    "make it before the call, pass it in", lambda x, w: x * w, "move_out",
+    around=weight_first)
+frozen_layer = torch.nn.Linear(3, 3).to(device)
+
+
+def freeze_inside(x):
+    frozen_layer.weight.requires_grad = False
+    return frozen_layer(x)
+
+
+def freeze_first(fn, x):
+    frozen_layer.weight.requires_grad = False
+    return fn(x)
+
+
+add("requires_grad_attr", "weight.requires_grad = False in forward", freeze_inside,
+    "freeze before the call", lambda x: frozen_layer(x), "move_out",
+    around=freeze_first,
+    state=State(lambda: frozen_layer.weight.requires_grad_(True),
+                lambda: frozen_layer.weight.requires_grad))
+
+
+def is_inference(x):
+    if x.is_inference():
+        x = x.clone()  # an inference tensor cannot be saved for backward
+    return x * 2
+
+
+def clone_first(fn, x):
+    return fn(x.clone() if x.is_inference() else x)
+
+
+def inference3():
+    with torch.inference_mode():
+        return (torch.randn(3, device=device),)
+
+
+add("is_inference", "Tensor.is_inference()", is_inference, "check before the call",
+    double, "move_out", around=clone_first, probes=(inference3,))
+
+
+def inference_mode_enabled(x):
+    return x if torch.is_inference_mode_enabled() else x * 2
+
+
+def mode_first(fn, x):
+    return fn(x, torch.is_inference_mode_enabled())
+
+
+add("inference_mode_enabled", "torch.is_inference_mode_enabled()",
+    inference_mode_enabled, "read it before the call, pass it in",
+    lambda x, inference: x if inference else x * 2, "move_out", around=mode_first)
+
+
+def uniform_from(x):
+    init = {"from": -1.0, "to": 1.0}  # keyword names from a config
+    return x + torch.empty_like(x).uniform_(**init)
+
+
+add("uniform_from", "Tensor.uniform_(from=...)", uniform_from,
+    "pass the bounds by position", lambda x: x + torch.empty_like(x).uniform_(-1, 1),
+    "rewrite")
+
+
+def random_ints(x):
+    return x + torch.empty_like(x).random_(10)
+
+
+add("random_", "Tensor.random_()", random_ints, "torch.randint",
+    lambda x: x + torch.randint(0, 10, x.shape, device=x.device, dtype=x.dtype),
+    "rewrite")
+draws = torch.Generator(device=device)
+
+
+def generator_state(x):
+    return x * len(draws.get_state())
+
+
+STATE_SIZE = len(draws.get_state())
+
+
+add("generator_method", "torch.Generator.get_state()", generator_state,
+    "read it once, outside", lambda x: x * STATE_SIZE, "move_out")
+
+
+def generator_inside(x):
+    local = torch.Generator(device=x.device)
+    local.manual_seed(0)
+    return x + torch.rand(3, generator=local, device=x.device)
+
+
+def generator_made_first(fn, x):
+    local = torch.Generator(device=x.device)
+    local.manual_seed(0)
+    return fn(x, torch.rand(3, generator=local, device=x.device))
+
+
+add("generator_inside", "a torch.Generator made in forward", generator_inside,
+    "make it before the call (the registry's hint), draw there, pass it in",
+    lambda x, noise: x + noise, "move_out", around=generator_made_first)
+
+
+# Hooks, autograd.Function, checkpoint.
+HANDLE = None
+
+
+def hook_handle_global(x):
+    global HANDLE
+    y = x * 2
+    HANDLE = y.register_hook(lambda grad: grad * 2)
+    return y * 3
+
+
+def hook_without_handle(x):
+    y = x * 2
+    y.register_hook(lambda grad: grad * 2)  # goes with y
+    return y * 3
+
+
+add("hook_handle_global", "a tensor hook's handle kept in a global",
+    hook_handle_global, "keep no handle: a hook on an intermediate goes with it",
+    hook_without_handle, "rewrite", inputs=grad3)
+hooked_layer = torch.nn.Linear(3, 3).to(device)
+
+
+def doubled_output(module, args, output):
+    return output * 2
+
+
+def hook_inside(x):
+    handle = hooked_layer.register_forward_hook(doubled_output)
+    out = hooked_layer(x)
+    handle.remove()
+    return out
+
+
+def hooked_around(fn, x):
+    handle = hooked_layer.register_forward_hook(doubled_output)
+    try:
+        return fn(x)
+    finally:
+        handle.remove()
+
+
+add("module_hook_inside", "a forward hook registered and removed in forward",
+    hook_inside, "register it around the call", lambda x: hooked_layer(x), "move_out",
+    around=hooked_around)
+
+
+class DoubleInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def mark_dirty(x):
+    return DoubleInPlace.apply(x.clone())
+
+
+add("mark_dirty", "autograd.Function with ctx.mark_dirty (in place)", mark_dirty,
+    "an out-of-place Function (Double above)", lambda x: Double.apply(x), "rewrite",
+    inputs=grad3)
+checkpointed = []
+
+
+def checkpoint_side_effect(x):
+    def block(t):
+        checkpointed.append(1)  # a side effect in the checkpointed function
+        return torch.sin(t) * 2
+    return torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+
+
+def checkpoint_pure(x):
+    checkpointed.append(1)  # outside: once a call
+    return torch.utils.checkpoint.checkpoint(lambda t: torch.sin(t) * 2, x,
+                                             use_reentrant=False)
+
+
+add("checkpoint_side_effect", "a side effect inside torch.utils.checkpoint",
+    checkpoint_side_effect, "move the side effect out of the checkpointed function",
+    checkpoint_pure, "rewrite",
+    changes="With a backward, eager checkpointing runs the side effect again; the "
+            "fix runs it once a call.",
+    state=State(checkpointed.clear, lambda: len(checkpointed)))
+
+
+def check_message(x):
+    torch._check(x.shape[0] == 3, lambda: f"bad shape {x.shape}")
+    return x * 2
+
+
+def check_message_fixed(x):
+    rows = x.shape[0]
+    torch._check(rows == 3, lambda: f"bad row count {rows}")  # no tensor in it
+    return x * 2
+
+
+add("torch_check_message", "torch._check with a message naming a tensor",
+    check_message, "name plain values in the message (the hint)", check_message_fixed,
+    "rewrite")
+
+
+# User classes, sets, sorting, context managers (more).
+class AttrDict(dict):  # attribute access to a dict's keys, a common pattern
+    __getattr__ = dict.__getitem__
+
+
+attrs = AttrDict(scale=2.0)
+
+
+def dict_getattr(x):
+    return x * attrs.scale
+
+
+class AttrDictFixed(dict):
+    def __getattr__(self, name):  # a function: Dynamo traces it
+        return self[name]
+
+
+attrs_fixed = AttrDictFixed(scale=2.0)
+
+
+add("dict_getattr", "class AttrDict(dict): __getattr__ = dict.__getitem__",
+    dict_getattr, "define __getattr__ as a function (the hint)",
+    lambda x: x * attrs_fixed.scale, "rewrite")
+
+
+class Options(typing.TypedDict, total=False):
+    scale: float
+
+
+def typed_dict(x):
+    return x * Options(scale=2.0)["scale"]
+
+
+add("typed_dict", "a TypedDict with optional keys", typed_dict,
+    "a plain dict: a TypedDict is one at run time",
+    lambda x: x * {"scale": 2.0}["scale"], "rewrite")
+
+
+@typing.runtime_checkable
+class Scalable(typing.Protocol):
+    def scaled(self, factor): ...
+
+
+def isinstance_protocol(x):
+    if isinstance(x, Scalable):
+        return x.scaled(2)
+    return x * 2
+
+
+def isinstance_protocol_fixed(x):
+    if not torch.is_tensor(x) and isinstance(x, Scalable):  # tensors first
+        return x.scaled(2)
+    return x * 2
+
+
+add("isinstance_protocol", "isinstance(tensor, a runtime_checkable Protocol)",
+    isinstance_protocol, "test for a tensor first", isinstance_protocol_fixed,
+    "rewrite")
+
+
+class Plain:
+    pass
+
+
+class Tagged:
+    tag = 2
+
+
+def class_assign(x):
+    marker = Plain()
+    marker.__class__ = Tagged
+    return x * marker.tag
+
+
+add("class_assign", "obj.__class__ = Other", class_assign, "make an Other",
+    lambda x: x * Tagged().tag, "rewrite")
+skip_weights = {layer.weight}  # a set of tensors
+
+
+def set_of_parameters(x):
+    return x * 2 if layer.weight in skip_weights else x
+
+
+skip_names = {"weight"}  # the fix: a set of names
+
+
+def set_of_names(x):
+    return x * 2 if "weight" in skip_names else x
+
+
+add("set_of_parameters", "a global set of parameters", set_of_parameters,
+    "a set of their names (or a dict keyed by tensor, the hint)", set_of_names,
+    "rewrite")
+
+
+def sorted_values(x):
+    return sorted([x.sum(), x.max(), x.min()])
+
+
+def sorted_values_fixed(x):
+    return list(torch.stack([x.sum(), x.max(), x.min()]).sort().values.unbind())
+
+
+add("sorted_tensors", "sorted() of 0-d tensors", sorted_values,
+    "torch.sort on them stacked", sorted_values_fixed, "rewrite")
+sink = io.StringIO()
+
+
+def redirect_inside(x):
+    with contextlib.redirect_stdout(sink):
+        return x * 2
+
+
+def redirected_around(fn, x):
+    with contextlib.redirect_stdout(sink):
+        return fn(x)
+
+
+add("redirect_stdout", "with contextlib.redirect_stdout(...) inside",
+    redirect_inside, "enter it around the call", double, "move_out",
+    around=redirected_around)
+
+
+
+# Buffers, storage, bytes.
+def out_empty(x):
+    out = torch.empty(0, device=x.device)  # out= resizes it
+    torch.mul(x, 2, out=out)
+    return out
+
+
+add("out_resized", "out= a tensor of another shape (resized)", out_empty,
+    "let the op allocate its result", double, "rewrite")
+
+
+def out_transposed(x):
+    out = torch.empty(3, 3, device=x.device).t()
+    torch.mul(x.expand(3, 3), 2, out=out)
+    return out
+
+
+def out_copied(x):
+    out = torch.empty(3, 3, device=x.device).t()
+    return out.copy_(x.expand(3, 3) * 2)  # the same values, in the same buffer
+
+
+add("out_non_contiguous", "out= a non-contiguous tensor", out_transposed,
+    "compute, then copy_ into it", out_copied, "rewrite")
+
+
+def alias_check(x, y):
+    return x * 2 if x.data_ptr() == y.data_ptr() else x + y
+
+
+def alias_first(fn, x, y):
+    return fn(x, y, x.data_ptr() == y.data_ptr())
+
+
+def x_and_view():
+    x = torch.randn(3, device=device)
+    return x, x.view(3)
+
+
+def x_and_other():
+    return torch.randn(3, device=device), torch.randn(3, device=device)
+
+
+add("data_ptr_compare", "x.data_ptr() == y.data_ptr() (an aliasing check)",
+    alias_check, "compare before the call, pass the answer in",
+    lambda x, y, aliased: x * 2 if aliased else x + y, "move_out",
+    around=alias_first, inputs=x_and_view, probes=(x_and_other,))
+keys_seen = set()
+
+
+def bytes_key(x):
+    keys_seen.add(bytes(x.to(torch.uint8)))  # a cache key from the values
+    return x * 2
+
+
+def key_first(fn, x):
+    keys_seen.add(bytes(x.to(torch.uint8)))
+    return fn(x)
+
+
+add("bytes_of_tensor", "bytes(tensor) as a cache key", bytes_key,
+    "make the key before the call", double, "move_out", around=key_first,
+    state=State(keys_seen.clear, lambda: sorted(k.hex() for k in keys_seen)))
+
+
 def first_message(messages):
     """The break's message as printed, without where it happened (paths, line numbers,
     addresses) and without the traceback that follows it."""

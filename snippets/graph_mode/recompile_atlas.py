@@ -90,6 +90,8 @@ def case(name, what, fn, calls, fix, fixed_calls, fixed_fn=None, options=None,
     if reset:
         reset()  # undo what those calls changed
     before, _ = recompiles(fn, calls, **(options or {}))
+    if reset:
+        reset()  # and what they changed compiled
     with torch._dynamo.config.patch(**(fixed_config or {})):  # a config fix, if any
         after, got = recompiles(fixed_fn or fn, fixed_calls, **(fixed_options or {}))
     equal = len(want) == len(got) and all(map(same, want, got))
@@ -154,6 +156,27 @@ case("requires_grad", "a tensor without, then one with requires_grad", scale,
      "x.detach() at the call where no gradient is wanted",
      [call(x8), call(x8.clone().requires_grad_().detach())],
      changes="That call's result has no gradient: right only where none is wanted.")
+image = torch.randn(2, 3, 4, 4, device=device)
+case("memory_format", "an image tensor, then one in channels_last", scale,
+     [call(image), call(image.to(memory_format=torch.channels_last))],
+     "one memory format at the call: x.contiguous() (or channels_last everywhere)",
+     [call(image), call(image.to(memory_format=torch.channels_last).contiguous())])
+
+
+def attend(x, mask=None):  # as attention takes an optional mask
+    scores = x @ x.T
+    if mask is not None:
+        scores = scores + mask
+    return scores.softmax(-1)
+
+
+no_mask = torch.zeros(8, 8, device=device)  # adds nothing: the same as None
+some_mask = torch.zeros(8, 8, device=device).masked_fill(
+    torch.ones(8, 8, device=device).triu(1).bool(), float("-inf"))
+case("none_then_tensor", "mask=None, then a mask tensor", attend,
+     [call(x8, None), call(x8, some_mask)],
+     "always pass a tensor: an all-zeros mask where there is none",
+     [call(x8, no_mask), call(x8, some_mask)])
 # --8<-- [end:tensors]
 
 
@@ -315,7 +338,65 @@ case("parameter_sizes", "parameters of 3 sizes through one function", decay,
      "force_parameter_static_shapes=False and mark_dynamic (the message's hint)",
      [marked_param(params[0])] + [call(p) for p in params[1:]],
      fixed_config={"force_parameter_static_shapes": False})
+
+
+class PickOne(torch.nn.Module):  # runs one of its layers, chosen by an int
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(4, 4, device=device) for _ in range(3))
+        self.index = 0
+
+    def forward(self, x):
+        return self.layers[self.index](x)
+
+
+def with_index(module, index, x):  # choose a layer, then call
+    def choose_and_call(compiled):
+        module.index = index
+        return compiled(module, x)
+    return choose_and_call
+
+
+picker = PickOne()
+case("layer_index", "a module's layer index changes (0, 1, 2, 0)", run,
+     [with_index(picker, i, x8) for i in (0, 1, 2, 0)],
+     "pass the chosen layer itself: layers of one kind share one entry",
+     [call(picker.layers[i], x8) for i in (0, 1, 2, 0)])
+hooked, handles = torch.nn.Linear(4, 4, device=device), []
+
+
+def doubled(module, args, output):
+    return output * 2
+
+
+def hook_then_call(module, x):  # register a forward hook, then call
+    def hook_and_call(compiled):
+        handles.append(module.register_forward_hook(doubled))
+        return compiled(module, x)
+    return hook_and_call
+
+
+def remove_hooks():
+    while handles:
+        handles.pop().remove()
+
+
+case("hook_added", "a forward hook registered after the first call", run,
+     [call(hooked, x8), hook_then_call(hooked, x8)],
+     "skip_nnmodule_hook_guards=False: hooks are guarded, one recompile runs it",
+     [call(hooked, x8), hook_then_call(hooked, x8)],
+     fixed_config={"skip_nnmodule_hook_guards": False}, kind="recompile_needed",
+     reset=remove_hooks)
+# By default no guard looks at hooks: nothing recompiles, and the compiled
+# function runs without the new hook.
+remove_hooks()
+_, unhooked = recompiles(run, [call(hooked, x8), hook_then_call(hooked, x8)])
+hook_ran = same(unhooked[1], hooked(x8))  # eagerly, the hook runs
+print(f"    hook_added by default: 0 recompiles, and the hook ran: {hook_ran}")
+remove_hooks()
 # --8<-- [end:modules]
+results["hook_ran_by_default"] = hook_ran
 results["module_int_hinted"] = len(hinted)
 
 
@@ -373,6 +454,32 @@ case("float_arg", "a Python float argument changes (0.5, 0.25, 0.125)", times,
      [call(x8, v) for v in (0.5, 0.25, 0.125)],
      "pass a 0-d tensor: torch.tensor(0.5)",
      [call(x8, as_tensor(v)) for v in (0.5, 0.25, 0.125)])
+group = {"lr": 0.1}  # as in an optimizer's param_groups
+
+
+def sgd_step(p, grad, group):
+    return p - group["lr"] * grad
+
+
+def scheduled(lr, p):  # the schedule sets the learning rate, then a step
+    def set_and_step(compiled):
+        group["lr"] = lr
+        return compiled(p, p, group)
+    return set_and_step
+
+
+def scheduled_fill(lr, p):  # the fix: the rate is a 0-d tensor, filled in place
+    def fill_and_step(compiled):
+        group["lr"].fill_(lr)
+        return compiled(p, p, group)
+    return fill_and_step
+
+
+case("lr_schedule", "a learning rate a schedule lowers (0.1, 0.05, 0.025)",
+     sgd_step, [scheduled(lr, x8) for lr in (0.1, 0.05, 0.025)],
+     "keep the rate in a 0-d tensor (torch.optim takes lr=torch.tensor(0.1))",
+     [scheduled_fill(lr, x8) for lr in (0.1, 0.05, 0.025)],
+     reset=lambda: group.update(lr=as_tensor(0.1)))
 case("list_len", "a list of 2 tensors, then of 3", summed,
      [call([x8, x8]), call([x8, x8, x8])],
      "stack them into one tensor, its size marked dynamic",

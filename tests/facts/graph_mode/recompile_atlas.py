@@ -25,6 +25,10 @@ GUARDS = {
     "train_eval": ".training == True",
     "strides": "tensor 'x' stride mismatch",
     "parameter_sizes": "force_parameter_static_shapes = False",
+    "memory_format": "tensor 'x' stride mismatch at index 1",
+    "none_then_tensor": "mask is None",
+    "layer_index": "module.index == 0",
+    "lr_schedule": "group['lr'] == 0.1",
 }
 # Fixes that change what the calls compute, each saying how in one sentence; every other fix is proven the same.
 CHANGES = {"dtype", "device", "requires_grad", "grad_mode"}
@@ -35,11 +39,13 @@ def _(record):
     results = record.results
     assert results["atlas_kind"] == "recompile"
     atlas = results["atlas"]
-    assert len(atlas) >= 16 and set(GUARDS) | {"autocast"} == set(atlas), sorted(atlas)
+    assert len(atlas) >= 16 and set(GUARDS) | {"autocast", "hook_added"} == set(atlas), sorted(atlas)
     for name, entry in atlas.items():
         assert set(entry) == {"what", "id", "message", "before", "fix", "after", "fix_kind", "same", "changes"}, name
         if entry["fix_kind"] == "none_needed":  # a recompile that is right: each mode once, then reused
             assert entry["after"] == entry["before"] == 1, (name, entry)
+        elif entry["fix_kind"] == "recompile_needed":  # no guard failed where one should: the fix adds it
+            assert entry["before"] == 0 and entry["after"] == 1, (name, entry)
         else:
             assert entry["after"] == 0, (name, entry)  # the fix removes every recompile
         # The fixed calls, compiled, return what the original calls return eagerly, or the fix says what changes.
@@ -63,6 +69,12 @@ def _(record):
         assert guard in atlas[name]["message"], (name, atlas[name]["message"])
         assert atlas[name]["before"] >= 1, name
     assert "GLOBAL_STATE changed: autocast" in atlas["autocast"]["message"]
+    # recompile-atlas.md: a hook added after the first call is not guarded by default; nothing recompiles, the
+    # compiled function runs without it, and skip_nnmodule_hook_guards=False recompiles once and runs it.
+    assert atlas["hook_added"]["message"] == "" and atlas["hook_added"]["same"]
+    assert results["hook_ran_by_default"] is False
+    # A layer index on a module recompiles for each new index; passing the layer itself, for none.
+    assert atlas["layer_index"]["before"] == 2 and atlas["layer_index"]["same"]
     # Automatic dynamic: one recompile, then a symbol; a global and a module's int recompile at every value.
     assert all(atlas[n]["before"] == 1 for n in ("size", "int_arg", "float_arg", "closure"))
     assert atlas["global_value"]["before"] == 2 and atlas["module_int"]["before"] == 2
