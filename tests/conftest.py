@@ -93,6 +93,56 @@ def remove_ended(base: Path, run: str) -> None:
                 continue
 
 
+def build_key() -> str | None:
+    """What a build of the site follows from, as one digest: every file git sees (tracked, or untracked and not
+    ignored) but the tests, which the build never reads; each installed distribution's version (mkdocs, its
+    theme and plugins, matplotlib); Python's; the checkout's place; the settings mkdocs.yml reads from the
+    environment. The caches the
+    build reads (.cache/figures, .cache/notebooks) are keyed by their own inputs, which are among these files.
+    None where git cannot list the files: then nothing is reused."""
+    import hashlib
+    from importlib import metadata
+
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                                capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(set(filter(None, listed.split(b"\0")))):
+        if name.startswith(b"tests/") or name == b"conftest.py":
+            continue
+        path = ROOT / os.fsdecode(name)
+        digest.update(name + b"\0" + (hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"gone"))
+    for line in sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()):
+        digest.update(line.encode() + b"\0")
+    digest.update(f"{ROOT}\0{sys.version}\0{os.environ.get('SITE_URL')}\0{os.environ.get('REPO_URL')}".encode())
+    return digest.hexdigest()
+
+
+def reuse(base: Path, run: str, key: str | None) -> bool:
+    """Give this run the site an earlier run built from the same inputs (the same build_key, and it passed), as
+    hard links into its own folder, instead of building it again; False where there is none. A run whose
+    inputs changed at all (one page, one record, one script) builds the whole site: see build_site."""
+    if key is None:
+        return False
+    out = base / run
+    with open(base / ".lock", "a") as registry:  # the earlier folder is not removed while it is linked from
+        fcntl.flock(registry, fcntl.LOCK_EX)
+        for old in sorted(base.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+            done = [old / name for name in ("key", "returncode", "build.log")]
+            if old.name == run or not old.is_dir() or not all(p.is_file() for p in done):
+                continue
+            if done[0].read_text() != key or done[1].read_text() != "0" or not (old / "site").is_dir():
+                continue
+            shutil.copytree(old / "site", out / "site", copy_function=os.link)
+            for name in ("key", "returncode", "build.log"):
+                shutil.copyfile(old / name, out / name)
+            (out / "reused").write_text(old.name)
+            return True
+    return False
+
+
 SITES = CACHE / "test-site"  # a folder per run: its site, build.log, returncode, seconds
 SITES.mkdir(parents=True, exist_ok=True)
 ALIVE: list = []  # this run's `.alive` file, held open by its controller (hold_alive)
@@ -100,14 +150,27 @@ ALIVE: list = []  # this run's `.alive` file, held open by its controller (hold_
 
 def build_site(run: str) -> Path:
     """Build the site with `mkdocs build --strict` once per test run, however many workers ask (they take turns
-    on the run's lock), into the run's own folder; another run's build goes on beside it. Returns the run's
-    folder: the site, build.log (the build's stderr) and returncode."""
+    on the run's lock), into the run's own folder; another run's build goes on beside it. Where an earlier run
+    built it from the same inputs (build_key), its site is reused instead. Returns the run's folder: the site,
+    build.log (the build's stderr) and returncode.
+
+    A run whose inputs changed builds the whole site: mkdocs renders no page alone (--dirty skips the pages
+    whose Markdown did not change, yet every page carries the nav of all titles, the search index is written
+    from the pages rendered, md:changes, md:findings and md:atlas read every page, the glossary's terms are put
+    on every page, and the strict build's link and anchor checks cover only the pages rendered), so a partial
+    build would let the site-wide checks pass on pages that no longer match their inputs. The slow parts of a
+    build, the figures and the notebooks, are cached by their own inputs, and only those are made again."""
     out = SITES / run
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out / "build.log").exists():
+            key = build_key()
+            if reuse(SITES, run, key):
+                remove_ended(SITES, run)
+                return out
             remove_ended(SITES, run)  # sites of earlier runs, not of one still going
+            (out / "key").write_text(key or "")
             started = time.monotonic()
             process = subprocess.Popen(
                 [*NICE, sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out / "site")],
@@ -124,6 +187,8 @@ def build_site(run: str) -> Path:
                 code = (f"stopped: the build ran for {HANG_S} s, beyond anything load has made of it (it takes "
                         f"minutes on a loaded 2-core machine): a hang, not a slow build")
             out.mkdir(parents=True, exist_ok=True)
+            if key is not None and build_key() != key:  # a file changed while it built: no later run reuses it
+                (out / "key").write_text("")
             (out / "seconds").write_text(f"{time.monotonic() - started:.0f}")
             (out / "returncode").write_text(code)
             (out / "build.log").write_text(stderr)
@@ -235,6 +300,11 @@ def pytest_terminal_summary(terminalreporter):
     if hasattr(terminalreporter.config, "workerinput"):
         return
     seconds = SITES / run_id(terminalreporter.config) / "seconds"
+    reused = seconds.with_name("reused")
+    if reused.is_file():
+        terminalreporter.section("site build")
+        terminalreporter.line(f"nothing the site is built from changed since run {reused.read_text()}: its site "
+                              "was reused, not built again")
     if seconds.is_file() and int(seconds.read_text()) > SLOW_BUILD_S:
         terminalreporter.section("slow site build")
         terminalreporter.line(f"mkdocs build --strict took {seconds.read_text()} s beside the other tests (more "

@@ -62,3 +62,57 @@ def test_this_run_holds_its_own_folder_alive(suite, request, tmp_path):
         assert (tmp_path / "another").is_dir()
     finally:
         held.close()
+
+
+def finished_build(folder: Path, key: str, code: str = "0") -> None:
+    (folder / "site").mkdir(parents=True)
+    (folder / "site" / "index.html").write_text("<html>built</html>")
+    (folder / "key").write_text(key)
+    (folder / "returncode").write_text(code)
+    (folder / "build.log").write_text("")
+
+
+def test_a_run_reuses_a_site_built_from_the_same_inputs_as_links(suite, tmp_path):
+    finished_build(tmp_path / "earlier", "k1")
+    (tmp_path / "mine").mkdir()
+    assert suite.reuse(tmp_path, "mine", "k1")
+    built, linked = tmp_path / "earlier" / "site" / "index.html", tmp_path / "mine" / "site" / "index.html"
+    assert linked.read_text() == "<html>built</html>" and linked.stat().st_ino == built.stat().st_ino
+    assert (tmp_path / "mine" / "reused").read_text() == "earlier"
+    assert (tmp_path / "mine" / "returncode").read_text() == "0"
+    suite.remove_ended(tmp_path, "mine")  # the earlier run's folder goes; this run's links stay
+    assert not (tmp_path / "earlier").exists() and linked.read_text() == "<html>built</html>"
+
+
+@pytest.mark.parametrize("key, code", [("other inputs", "0"), ("k1", "1"), (None, "0")])
+def test_a_run_builds_where_the_inputs_changed_or_the_earlier_build_failed(suite, tmp_path, key, code):
+    finished_build(tmp_path / "earlier", "k1", code)
+    (tmp_path / "mine").mkdir()
+    assert not suite.reuse(tmp_path, "mine", key)
+    assert not (tmp_path / "mine" / "site").exists()
+
+
+def test_the_build_key_follows_every_file_the_build_can_read_and_not_the_tests(suite, tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    for name, text in {"docs/page.md": "# Page\n", "tests/test_page.py": "x = 1\n", ".gitignore": "site/\n",
+                       "mkdocs.yml": "site_name: x\n"}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git("add", ".")
+    monkeypatch.setattr(suite, "ROOT", tmp_path)
+    first = suite.build_key()
+    (tmp_path / "tests" / "test_page.py").write_text("x = 2\n")  # a test: the build does not read it
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("ignored")  # an ignored file: not an input
+    assert suite.build_key() == first
+    (tmp_path / "docs" / "page.md").write_text("# Page, changed\n")
+    changed = suite.build_key()
+    assert changed != first
+    (tmp_path / "docs" / "new.md").write_text("# New\n")  # untracked, not ignored: the build reads it
+    added = suite.build_key()
+    assert added not in (first, changed)
+    monkeypatch.setenv("SITE_URL", "https://example.org/")  # mkdocs.yml reads it
+    assert suite.build_key() not in (first, changed, added)
