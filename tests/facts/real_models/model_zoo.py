@@ -1,0 +1,31 @@
+"""The check of snippets/real_models/model_zoo.py: what real-models.md says about it, held on every record of it."""
+
+from facts import check, timed
+
+MODELS = ("Llama", "GPT-2", "BERT", "ViT", "ResNet")
+
+
+@check("real_models/model_zoo.py")
+def _(record):
+    models = record.results["models"]
+    assert tuple(models) == MODELS, list(models)
+    for name, row in models.items():
+        # Each model compiles whole, for inference and for the training step: one graph, no break.
+        assert (row["graphs"], row["breaks"]) == (1, 0), (name, row["break_reasons"])
+        assert (row["train_graphs"], row["train_breaks"]) == (1, 0), (name, row["train_break_reasons"])
+        # Nothing compiled again while timed: both modes were compiled before.
+        assert row["recompiles_timed"] == 0, (name, row["recompiles_timed"])
+        # Compiled computes what eager does: outputs, the loss and every gradient agree to float32 rounding
+        # (bf16 on a GPU rounds at about 8e-3 relative).
+        tolerance = 1e-4 if record.device == "cpu" else 5e-2
+        for key in ("output_diff", "grad_diff", "loss_diff"):
+            assert row[key] < tolerance, (name, key, row[key])
+        # The warm start reuses the caches the cold compile left: it is faster than the cold compile.
+        assert row["warm_s"] < row["cold_s"], (name, row["cold_s"], row["warm_s"])
+        timed(row, ("inference_eager", "inference_compiled", "train_eager", "train_compiled"))
+        # The profile split each call into library calls and the rest.
+        for key, split in row["library_ms"].items():
+            assert split["library"] >= 0 and split["rest"] > 0, (name, key, split)
+        # Peak memory is read on a GPU only.
+        measured = row["peak_eager"] is not None and row["peak_compiled"] is not None
+        assert measured == (record.device == "cuda"), (name, row["peak_eager"])
