@@ -149,7 +149,7 @@ for name, out in runs.items():
 apart = (compiled[True]["out"] - eager_autocast).abs().max().item()
 largest = reference.abs().max().item()
 step = torch.finfo(torch.bfloat16).eps * 2 ** math.floor(math.log2(largest))
-print(f"compiled autocast against eager autocast: largest difference {apart:.1e}, "
+print(f"compiled autocast against eager autocast: largest difference {apart:.1e}\n"
       f"bitwise equal: {torch.equal(compiled[True]['out'], eager_autocast)}\n"
       f"bfloat16's step between values near the largest output, {largest:.1f}: "
       f"{step:.1e}")
