@@ -54,6 +54,8 @@ VARIANTS = {  # name: (the forward generate calls, its KV cache)
     "compiled_static": (torch.compile(eager_forward), "static"),
 }
 # --8<-- [end:model]
+results["sizes"] = {"width": width, "layers": config.num_hidden_layers,
+                    "prompts": {k: p.shape[1] for k, p in prompts.items()}}
 
 
 def measure(candidates, rounds=10):

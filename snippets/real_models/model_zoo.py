@@ -68,6 +68,8 @@ MODELS = {
         num_labels=10), pixels),
 }
 # --8<-- [end:models]
+results["sizes"] = {"width": width, "layers": layers, "batch": batch, "seq": seq,
+                    "image": image, "dtype": str(dtype)}
 
 
 # --8<-- [start:steps]
@@ -122,27 +124,6 @@ def time_first_call(fn, *args):
 
 def largest_difference(a, b):
     return max((x.float() - y.float()).abs().max().item() for x, y in zip(a, b))
-
-
-# --8<-- [start:library]
-# Matrix products, attention and convolutions are library calls (oneDNN, MKL, cuBLAS,
-# cuDNN) eager or compiled: Inductor calls them too. Fusion can only shorten the rest.
-LIBRARY = re.compile(r"aten::(addmm|mm|bmm|baddbmm|_scaled_dot_product_\w+"
-                     r"|\w*convolution\w*)$|mkldnn::\w+")
-
-
-def library_share(fn, *args, calls=3):
-    """Milliseconds per call in library calls and in the rest (the profiler's self
-    time: on a CPU, the host's; on a GPU, the device's)."""
-    with profile() as prof:
-        for _ in range(calls):
-            fn(*args)
-    own = {e.key: (e.self_device_time_total if device == "cuda"
-                   else e.self_cpu_time_total) for e in prof.key_averages()}
-    library = sum(t for key, t in own.items() if LIBRARY.match(key))
-    return {"library": library / calls / 1e3,
-            "rest": (sum(own.values()) - library) / calls / 1e3}
-# --8<-- [end:library]
 
 
 def peak_bytes(fn, *args):  # what the step holds at its fullest; CUDA counts it
@@ -219,6 +200,27 @@ def compile_and_time(model_class, config, make_inputs):
         "peak_compiled": peak_bytes(train_step, compiled, compiled_opt, inputs, labels),
     }
 # --8<-- [end:compile]
+
+
+# --8<-- [start:library]
+# Matrix products, attention and convolutions are library calls (oneDNN, MKL, cuBLAS,
+# cuDNN) eager or compiled: Inductor calls them too. Fusion can only shorten the rest.
+LIBRARY = re.compile(r"aten::(addmm|mm|bmm|baddbmm|_scaled_dot_product_\w+"
+                     r"|\w*convolution\w*)$|mkldnn::\w+")
+
+
+def library_share(fn, *args, calls=3):
+    """Milliseconds per call in library calls and in the rest (the profiler's self
+    time: on a CPU, the host's; on a GPU, the device's)."""
+    with profile() as prof:
+        for _ in range(calls):
+            fn(*args)
+    own = {e.key: (e.self_device_time_total if device == "cuda"
+                   else e.self_cpu_time_total) for e in prof.key_averages()}
+    library = sum(t for key, t in own.items() if LIBRARY.match(key))
+    return {"library": library / calls / 1e3,
+            "rest": (sum(own.values()) - library) / calls / 1e3}
+# --8<-- [end:library]
 
 
 # --8<-- [start:table]

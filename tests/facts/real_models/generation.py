@@ -10,6 +10,8 @@ VARIANTS = ("eager", "compiled", "compiled_dynamic", "compiled_static")
 def _(record):
     results = record.results
     compiles = results["compiles"]
+    # The page's prompts: 16 tokens, then a longer one.
+    assert results["sizes"]["prompts"]["first"] == 16 < results["sizes"]["prompts"]["longer"], results["sizes"]
     # Greedy decoding: every compiled variant generates eager's tokens, for both prompts.
     assert results["same_tokens"] == dict.fromkeys(VARIANTS, True), results["same_tokens"]
     # Eager compiles nothing; each compiled variant compiles on its first sequence.

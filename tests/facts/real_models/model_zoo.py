@@ -9,6 +9,10 @@ MODELS = ("Llama", "GPT-2", "BERT", "ViT", "ResNet")
 def _(record):
     models = record.results["models"]
     assert tuple(models) == MODELS, list(models)
+    # The page's sizes on a CPU: two layers of width 256, two sequences of 64 tokens or two 64 x 64 images.
+    if record.device == "cpu":
+        sizes = record.results["sizes"]
+        assert (sizes["layers"], sizes["width"], sizes["batch"], sizes["seq"], sizes["image"]) == (2, 256, 2, 64, 64)
     for name, row in models.items():
         # Each model compiles whole, for inference and for the training step: one graph, no break.
         assert (row["graphs"], row["breaks"]) == (1, 0), (name, row["break_reasons"])
