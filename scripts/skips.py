@@ -46,6 +46,13 @@ def launches_triton_kernels(snippet: str) -> bool:
                 and re.search(r"\w\[.*\]\(", source))
 
 
+def imports_transformers(snippet: str) -> bool:
+    """Whether a snippet builds Hugging Face models (snippets/real_models/)."""
+    path = SNIPPETS / snippet
+    source = path.read_text() if path.is_file() else ""
+    return bool(re.search(r"^\s*(?:import|from) transformers\b", source, re.MULTILINE))
+
+
 @dataclass(frozen=True)
 class Limit:
     which: object  # (snippet) -> bool: the snippets the limit is about, by what their code does
@@ -64,6 +71,13 @@ CANNOT_RUN = [
         "GPU the interpreter is not used",
         lambda env: (interpreted(env) and (3, 0) <= _release("triton") < (3, 7)
                  and _release("numpy") >= (2, 4)),
+    ),
+    Limit(
+        imports_transformers,
+        "not run: this snippet builds its models with Hugging Face transformers, which this Python does not have "
+        "(the project's 'models' extra; on a GPU box without a network, install it from wheels carried there: "
+        "README, Remake the records on a GPU box)",
+        lambda env: not _release("transformers"),
     ),
 ]
 
