@@ -30,6 +30,10 @@ HELD = {
         "3 breaks": "fact: a quiz's hypothetical forward, not a count of the snippet",
         "4 graphs": "fact: a quiz's hypothetical forward, not a count of the snippet",
     },
+    "dissecting/distributed.md": {
+        "two processes": "fact: the snippet's setting (world_size=2, nprocs=2), not a count it measures",
+        "two graphs": "fact: a quiz's arithmetic, the bucket rule applied to bucket_cap_mb=4",
+    },
     "dissecting/control-flow.md": {
         "two graphs": "facts/dissecting/control_flow.py",
     },
