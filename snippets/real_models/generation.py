@@ -101,10 +101,11 @@ def recompile_log(messages):
         messages += [record.getMessage() for record in handler.buffer]
 
 
-def first_failure(message):
-    """The guard that failed against the newest compiled graph, without its comment."""
-    line = next(line for line in message.splitlines() if line.strip().startswith("- "))
-    return re.sub(r"\s+#.*", "", line.strip()[2:]).split(": ", 1)[1]
+def failed_guards(message):
+    """Each graph compiled before, and the first of its guards this call failed."""
+    lines = [line.strip()[2:] for line in message.splitlines()
+             if re.match(r"\s*- \d+/\d+: ", line)]
+    return [re.sub(r"\s+#.*", "", line) for line in lines]
 
 
 def generate_with(forward, cache, prompt):
@@ -129,7 +130,9 @@ for name, (forward, cache) in VARIANTS.items():
               f"{compiles[name, prompt_name]} graphs compiled, {breaks} breaks")
         for message in messages:
             if message.startswith("Recompiling function"):
-                print(f"    recompiled: {first_failure(message)}")
+                print("    recompiled; the guard each graph before it failed:")
+                for failure in failed_guards(message):
+                    print(f"      {failure}")
     if name != "eager":  # time it now, against eager, while its graphs are compiled
         timings[name] = measure({
             "eager": (generate_with, eager_forward, "dynamic", prompts["first"]),
