@@ -27,9 +27,9 @@ def _(record):
         # The warm start reuses the caches the cold compile left: it is faster than the cold compile.
         assert row["warm_s"] < row["cold_s"], (name, row["cold_s"], row["warm_s"])
         timed(row, ("inference_eager", "inference_compiled", "train_eager", "train_compiled"))
-        # The profile split each call into library calls and the rest.
+        # The profile split each call into library calls, other ops and time outside any op.
         for key, split in row["library_ms"].items():
-            assert split["library"] >= 0 and split["rest"] > 0, (name, key, split)
+            assert split["library"] > 0 and split["rest"] > 0 and split["outside_ops"] >= 0, (name, key, split)
         # Peak memory is read on a GPU only.
         measured = row["peak_eager"] is not None and row["peak_compiled"] is not None
         assert measured == (record.device == "cuda"), (name, row["peak_eager"])
