@@ -120,6 +120,9 @@ HELD = {
         "six ops": "facts/optimizations/fusion.py",
         "five fresh processes": "records.PROCESSES",
     },
+    "real-models.md": {
+        "two calls": "fact: the forward and the training step, the two functions the snippet shows and times",
+    },
     "reproduce.md": {
         "5 fresh processes": "records.PROCESSES",
         "10 rounds": "facts/dissecting/bench_small_matmul_softmax.py",  # n == 10 x processes
