@@ -226,7 +226,8 @@ def test_a_snippet_its_stack_cannot_run_is_recorded_as_the_one_line_why(tree, mo
 def test_the_known_stack_limits_apply_only_where_they_say():
     from scripts import skips
 
-    (limit,) = skips.CANNOT_RUN
+    limit, transformers_limit = skips.CANNOT_RUN
+    assert transformers_limit.which("real_models/model_zoo.py") and not transformers_limit.which("graph_mode/levers.py")
     # Known by what the code does, not by name: every snippet that launches its own Triton kernels.
     assert {s for s in records.find_snippets() if limit.which(s)} >= {
         "dissecting/triton_basics.py", "graph_mode/triton_linear_relu.py", "dissecting/tile_order.py"}
