@@ -307,7 +307,10 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
     rows = list(reversed(found))  # the first finding on top
     gpu_color = colors["series"][2]
     with plt.rc_context(style):
-        high_row = 0.56 if narrow else 0.46
+        # On a phone each label sits on its own line(s) above its row, wrapped to the column.
+        labels = [textwrap.fill(row.what, 50 if narrow else 48) for row in rows]
+        lines = max(label.count("\n") + 1 for label in labels)
+        high_row = 0.56 + 0.16 * (lines - 1) if narrow else 0.46
         fig, ax = plt.subplots(figsize=(plots.NARROW_PT / 72 if narrow else 6.4, high_row * len(rows) + 1.5))
         ax.axvspan(1 / measures.SAME_WITHIN, measures.SAME_WITHIN, color=colors["grid"], alpha=0.8, linewidth=0)
         ax.axvline(1, color=colors["fg"], linewidth=1)
@@ -329,12 +332,12 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
         ax.set_xlim(low / 1.2, high * 1.2)
         if narrow:  # each label above its row, across the whole width: the plot keeps the phone's column
             ax.set_yticks([])
-            for y, row in enumerate(rows):
-                ax.text(low / 1.2, y + 0.3, row.what, fontsize="small", va="bottom", ha="left",
+            for y, label in enumerate(labels):
+                ax.text(low / 1.2, y + 0.3, label, fontsize="small", va="bottom", ha="left",
                         color=colors["fg"], clip_on=False)
             ax.set_ylim(-0.6, len(rows) - 0.1)
         else:
-            ax.set_yticks(range(len(rows)), [textwrap.fill(row.what, 48) for row in rows])
+            ax.set_yticks(range(len(rows)), labels)
         ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50) if low / 1.2 <= t <= high * 1.2]
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))

@@ -41,6 +41,8 @@ TAUGHT = [  # (name, lead word, location)
     ("recompile_limit", "recompile", "dissecting/recompile-atlas/#at-the-recompile-limit"),
     ("graph break", "break", "graph-mode/#torchdynamo-and-graph-breaks"),
     ("kernel fusion", "kernel", "optimizations/#kernel-fusion"),
+    # `disable` is in many names (`disable_compile`, `torch._dynamo.disable`); the lever is taught here.
+    ("disable", "disable", "levers/#torchcompilerdisable-leave-a-function-out"),
 ]
 
 
