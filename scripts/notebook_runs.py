@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts import records, run_env
+from scripts import chapters, records, run_env
 
 RECEIPTS = records.OUTPUTS / "notebook-runs.json"
 BUILT = records.CACHE / "notebooks"  # where scripts/notebooks.py builds them (its CACHE)
@@ -75,10 +75,12 @@ def run(notebook, folder: Path) -> float:
     return time.perf_counter() - start
 
 
-def build(out: Path = BUILT) -> list[str]:
-    """Build every chapter's notebook with the site's builder, in a process of its own (only those whose inputs
-    changed are built again); their names (notebooks/<name>.ipynb). Raises RuntimeError where it fails."""
-    done = subprocess.run([sys.executable, "-m", "scripts.notebooks", "--out", str(out)], cwd=records.ROOT,
+def build(out: Path = BUILT, names: list[str] | None = None) -> list[str]:
+    """Build the chapters' notebooks (every one, or those `names` names) with the site's builder, in a process of
+    its own (only those whose inputs changed are built again); their names (notebooks/<name>.ipynb). Raises
+    RuntimeError where it fails."""
+    chosen = [arg for name in names or () for arg in ("--name", name)]
+    done = subprocess.run([sys.executable, "-m", "scripts.notebooks", "--out", str(out), *chosen], cwd=records.ROOT,
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"building the notebooks failed: {(done.stderr or done.stdout).strip()[-2000:]}")
@@ -129,19 +131,26 @@ def choose(names: list[str], only: list[str] | None) -> list[str]:
     return [n for n in names if n in chosen]
 
 
-def built() -> dict:
-    """Every chapter's notebook, built (or taken from the cache) by the site's builder: {name: notebook}."""
+def chapter_notebooks() -> list[str]:
+    """Every chapter's notebook name, read from the pages (scripts/chapters.py), none built."""
+    return list(chapters.notebooks())
+
+
+def built(names: list[str] | None = None) -> dict:
+    """The chapters' notebooks (every one, or those `names` names), built (or taken from the cache) by the site's
+    builder: {name: notebook}."""
     import nbformat
 
-    return {name: nbformat.read(BUILT / name, as_version=4) for name in build()}
+    return {name: nbformat.read(BUILT / name, as_version=4) for name in build(names=names)}
 
 
 def regenerate(force: bool = False, only: list[str] | None = None, path: Path = RECEIPTS) -> int:
     """Run each stale (or, forced, every) notebook that --only names; put its receipt in the file as soon as it
     passes, leaving every other receipt as it is. 1 if any failed. Raises NoMatch, having run and written
     nothing, where an --only pattern names no notebook."""
-    books = built()
-    matched = choose(list(books), only)
+    names = chapter_notebooks()  # from the pages alone: nothing is built for a notebook --only leaves out
+    matched = choose(names, only)
+    books = built(matched if only else None)
     receipts = load(path)
     fresh = [n for n in matched if n not in stale({n: books[n] for n in matched}, receipts)]
     chosen = [n for n in matched if force or n not in fresh]
@@ -159,8 +168,8 @@ def regenerate(force: bool = False, only: list[str] | None = None, path: Path = 
         print(f"ran in {seconds:.0f} s")
         update({name: {"key": key(books[name]), "torch": torch_version(), "seconds": round(seconds, 1),
                        "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()}}, path=path)
-    update({}, keep=set(books), path=path)  # drop the receipts of chapters that are gone
+    update({}, keep=set(names), path=path)  # drop the receipts of chapters that are gone
     kept = len(matched) - len(chosen)
     print(f"notebooks: {len(chosen) - len(failed)} ran, {len(failed)} failed, {kept} had a fresh receipt"
-          + (f" (--only left out the other {len(books) - len(matched)})" if len(matched) < len(books) else ""))
+          + (f" (--only left out the other {len(names) - len(matched)})" if len(matched) < len(names) else ""))
     return 1 if failed else 0

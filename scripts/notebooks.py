@@ -443,22 +443,27 @@ def inputs_key(page: Path, site: str = "", where: str = "") -> str:
     return digest.hexdigest()
 
 
-def write_all(out: Path = CACHE, site: str | None = None, where: str = "") -> list[str]:
+def write_all(out: Path = CACHE, site: str | None = None, where: str = "", only: list[str] | None = None) -> list[str]:
     """Build every chapter's notebook into out/notebooks/, rebuilding only those whose inputs changed, and
     remove the others; return their names. Links start with `site` (the published address unless told) and
-    `where` says in the first cell where that is. A page that cannot become a notebook raises ChapterError."""
+    `where` says in the first cell where that is. A page that cannot become a notebook raises ChapterError.
+    With `only` (notebook names), build just those and leave the folder's others as they are."""
     site = site or site_url()
     folder = out / chapters.FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for page in chapter_pages():
         name = notebook_name(page)
+        if only is not None and name not in only:
+            continue
         path, key_file = out / name, (out / name).with_suffix(".key")
         key = inputs_key(page, site, where)
         if not (path.is_file() and key_file.is_file() and key_file.read_text() == key):
             render.write_atomically(path, build(page, site, where))
             render.write_atomically(key_file, key)
         names.append(name)
+    if only is not None:
+        return names
     for stale in folder.iterdir():
         if stale.suffix in (".ipynb", ".key") and f"{chapters.FOLDER}/{stale.with_suffix('.ipynb').name}" not in names:
             stale.unlink()
@@ -468,11 +473,13 @@ def write_all(out: Path = CACHE, site: str | None = None, where: str = "") -> li
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=CACHE, help=f"write into OUT/{chapters.FOLDER}/ (default: {CACHE})")
+    parser.add_argument("--name", action="append", metavar="NAME",
+                        help=f"build only this notebook ({chapters.FOLDER}/<name>.ipynb; may be repeated)")
     args = parser.parse_args(argv)
     try:
         # As the site's build without SITE_URL: the first cell says which address the links start with.
         names = write_all(args.out.resolve(), where=where_the_site_is(site_url(), bool(os.environ.get("SITE_URL")),
-                                                                       serving=False))
+                                                                       serving=False), only=args.name)
     except ChapterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -23,12 +23,27 @@ def notebook(code: str):
     return book
 
 
+class Books(dict):
+    asked: list
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.asked = []
+
+
 @pytest.fixture
 def books(monkeypatch, tmp_path):
-    """Three built notebooks, none run yet; `ran` lists the ones the runner ran, in order."""
-    made = {name: notebook(f"print({i})") for i, name in enumerate(NAMES)}
+    """Three built notebooks, none run yet; `ran` lists the ones the runner ran, in order, and `made.asked` the
+    names each build was asked for (None: all)."""
+    made = Books({name: notebook(f"print({i})") for i, name in enumerate(NAMES)})
     ran = []
-    monkeypatch.setattr(notebook_runs, "built", lambda: made)
+    monkeypatch.setattr(notebook_runs, "chapter_notebooks", lambda: list(NAMES))
+
+    def built(names=None):
+        made.asked.append(names)
+        return {name: book for name, book in made.items() if names is None or name in names}
+
+    monkeypatch.setattr(notebook_runs, "built", built)
     monkeypatch.setattr(notebook_runs, "RECEIPTS", tmp_path / "notebook-runs.json")
 
     def run(book, folder):
@@ -70,6 +85,8 @@ def test_the_summary_counts_only_the_notebooks_only_picked(books, capsys):
     assert notebook_runs.regenerate(only=["buffer", "dissecting"], path=path) == 0
     assert ran == [NAMES[1], NAMES[2]]
     assert "notebooks: 2 ran, 0 failed, 0 had a fresh receipt (--only left out the other 1)" in capsys.readouterr().out
+    # --only builds only the notebooks it names; without it, every one.
+    assert made.asked[:2] == [[NAMES[0]], [NAMES[1], NAMES[2]]]
     assert notebook_runs.regenerate(path=path) == 0
     assert "notebooks: 0 ran, 0 failed, 3 had a fresh receipt\n" in capsys.readouterr().out
 
