@@ -112,7 +112,7 @@ SPECS = {
     "explorer": Spec("block", ("SNIPPET", "KERNEL")),
     "atlas": Spec("block", ("SNIPPET",), ("kind", "device", "part")),
     "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no", "release")),
-    "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device", "what", "size", "why")),
+    "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device", "what", "size", "why", "range")),
     "hardware": Spec("inline", ("SNIPPET",), ("device",)),
     "recorded": Spec("conditional", ("SNIPPET",), ("device",)),
     "else": Spec("conditional", ()),

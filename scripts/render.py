@@ -509,8 +509,21 @@ def render_compare(d: Directive, page: Page) -> str:
     processes = len(measures.ratios(a, b))
     spread = (f"ratio {ratio:.2f}, from {lo:.2f} to {hi:.2f} across {processes} fresh processes" if processes
               else f"ratio of medians {ratio:.2f}, {lo:.2f} to {hi:.2f} within the IQRs")
-    return inline_span(page, record, f"{key_b} against {key_a} from snippets/{snippet} ({spread})",
-                       measures.judge(a, b, record.device))
+    words = measures.judge(a, b, record.device)
+    if d.options.get("range") == "yes":  # the spread said in the text, where one figure would mislead
+        words += f" ({range_words(words, lo, hi, processes)})"
+    return inline_span(page, record, f"{key_b} against {key_a} from snippets/{snippet} ({spread})", words)
+
+
+def range_words(words: str, lo: float, hi: float, processes: int) -> str:
+    """md:compare's range=yes: the ratios the record's spread allows, in the verdict's own terms (N× faster or
+    slower, or the plain ratio where the verdict is "about the same")."""
+    where = f"across {processes} fresh processes" if processes else "within the interquartile ranges"
+    direction = measures.direction(words)
+    if direction == 0:
+        return f"ratio {lo:.2f} to {hi:.2f} {where}"
+    low, high = (lo, hi) if direction > 0 else (1 / hi, 1 / lo)
+    return f"{low:.1f}× to {high:.1f}× {where}"
 
 
 def render_hardware(d: Directive, page: Page) -> str:

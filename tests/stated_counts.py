@@ -12,7 +12,6 @@ HELD = {
     },
     "dead-code.md": {
         "three stages": "fact: JAX's own pipeline (jaxpr, StableHLO, optimised HLO), the three tabs the page shows",
-        "five processes": "records.PROCESSES",
     },
     "dissecting/benchmarking.md": {
         "two lines": "fact: an idiom ('two lines of code'), not a count of the snippet",

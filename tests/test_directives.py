@@ -255,6 +255,22 @@ def test_compare_gives_the_judges_words(tree, a, b, words):
     assert words == measures.judge(RESULTS["timing"][a.split(".")[1]], RESULTS["timing"][b.split(".")[1]], "cpu")
 
 
+@pytest.mark.parametrize("a, b", [("timing.eager", "timing.compiled"), ("timing.compiled", "timing.eager"),
+                                  ("timing.eager", "timing.noisy")])
+def test_compare_with_range_says_the_spread_in_the_verdicts_terms(tree, a, b):
+    write_record(tree, "cpu")
+    text = shown(expand(tree, f"<!-- md:compare {SNIPPET} {a} {b} device=cpu range=yes -->"))
+    ta, tb = (RESULTS["timing"][key.split(".")[1]] for key in (a, b))
+    words = measures.judge(ta, tb, "cpu")
+    _, lo, hi = measures.timing_band(ta, tb)
+    assert text.startswith(words + " (")
+    if measures.direction(words) == 0:
+        assert f"ratio {lo:.2f} to {hi:.2f}" in text
+    else:  # the range in the verdict's own terms: a slower verdict's factors are the inverted ratios
+        low, high = sorted((lo, hi) if measures.direction(words) > 0 else (1 / lo, 1 / hi))
+        assert f"{low:.1f}× to {high:.1f}×" in text
+
+
 def test_compare_refuses_what_is_not_a_timing(tree):
     write_record(tree, "cpu")
     error = failure(tree, f"<!-- md:compare {SNIPPET} timing.eager n device=cpu -->")
