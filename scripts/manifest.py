@@ -80,7 +80,9 @@ def cpu_isa() -> dict:
     return isa
 
 
-def environment(device: str) -> dict:
+def environment(device: str, probe: bool = False) -> dict:
+    """This machine and its stack, as a manifest states them; with `probe`, also what a call costs here before
+    it does any work (scripts/probe.py: seconds, in a process of its own), as the recorder keeps it."""
     env = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -107,6 +109,10 @@ def environment(device: str) -> dict:
             driver=nvidia_driver(),
             gpu_l2_bytes=getattr(props, "L2_cache_size", None),
         )
+    if probe:
+        from scripts import probe as probing
+
+        env["probe"] = probing.run(device)
     return env
 
 

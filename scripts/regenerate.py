@@ -503,7 +503,7 @@ def regenerate(args) -> int:
                     return
             with printing:
                 if env_info is None:
-                    env_info = environment(args.device)
+                    env_info = environment(args.device, probe=True)
             say(f"{prefix} running {snippet} ..." + (f" (beside up to {side_by_side - 1} others)"
                                                       if side_by_side > 1 else ""))
             ok, duration, detail = run_one(
