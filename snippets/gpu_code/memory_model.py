@@ -10,7 +10,10 @@ H100 SXM and an H200. The result is a model from specifications, not a measureme
 a GPU, the examples are also timed, and the measurements are placed beside the model.
 """
 
+import ast
+
 import torch
+from torch._dynamo.utils import get_compilation_metrics
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import benchmark
 from torch.utils.flop_counter import FlopCounterMode
@@ -147,6 +150,10 @@ for name, (fn, shapes, dtype) in EXAMPLES.items():
                   f"{bounds['library_gemm_speedup']:.2f}x at the roof")
 # --8<-- [end:bounds]
 results["model"] = model
+for name, (fn, shapes, dtype) in EXAMPLES.items():  # what each model is of, named as
+    # a timing names its work
+    model[name]["work"] = f"{fn.__name__}(" + ", ".join(
+        f"{str(dtype).removeprefix('torch.')}{list(shape)}" for shape in shapes) + ")"
 results["specs"] = {  # keyed "h100", "h200"; the ridge: FLOPs per byte where roofs meet
     gpu.split()[0].lower(): {
         "name": gpu, "bandwidth_gbps": spec["bandwidth_gbps"],
@@ -185,6 +192,19 @@ def measure(candidates, rounds=10):
     return {name: benchmark.Measurement.merge(b)[0] for name, b in blocks.items()}
 
 
+def compiled_since(start):
+    """Each frame Dynamo compiled after its first `start` compiles in this process: the
+    function, and its graph's input shapes (a symbol such as s77 where a size was
+    compiled as dynamic), with why it recompiled, if it did."""
+    frames = []
+    for m in get_compilation_metrics()[start:]:
+        shapes = ast.literal_eval(m.graph_node_shapes or "{}")
+        inputs = [shape for node, shape in shapes.items() if node.startswith("l_")]
+        frames.append({"function": m.co_name, "inputs": inputs,
+                       "recompile_reason": m.recompile_reason})
+    return frames
+
+
 # --8<-- [start:roofline]
 # The roofline: attainable TFLOP/s = min(peak, bandwidth x FLOPs per byte).
 h100 = SPECS["H100 SXM"]
@@ -198,12 +218,20 @@ for kind in ("eager", "fused"):
                        "tflops": attainable, "measured": False})
         print(f"{name:<20} {kind:<6} {intensity:10.3g} FLOPs/byte -> at most "
               f"{attainable:8.3g} TFLOP/s on an H100 SXM")
-timings = {}
+timings, compiles = {}, {}
 if device == "cuda":  # place the measurements beside the model
     for name, (fn, shapes, dtype) in EXAMPLES.items():
         inputs = [torch.randn(shape, device=device, dtype=dtype) for shape in shapes]
+        # Dynamo keeps compiled code per function, not per torch.compile wrapper:
+        # without a reset, matmul_softmax's second size would fail the first's guards
+        # and recompile with dynamic (symbolic) sizes. Each example compiles on its own.
+        torch._dynamo.reset()
+        start = len(get_compilation_metrics())
         timings[name] = measure({"eager": (fn, *inputs),
                                  "compiled": (torch.compile(fn), *inputs)})
+        compiles[name] = compiled_since(start)
+        print(f"{name:<20} compiled {len(compiles[name])} time(s), inputs "
+              + ", ".join(str(f["inputs"]) for f in compiles[name]))
     for kind, model_kind in (("eager", "eager"), ("compiled", "fused")):
         for name, m in ((name, timings[name][kind]) for name in EXAMPLES):
             achieved = model[name]["flops"] / m.median / 1e12
@@ -220,3 +248,4 @@ results["roofline"] = {"label": "H100 SXM (published)",
                        "peak_tflops_fp32": float(h100["tflops"][torch.float32]),
                        "points": points}
 results["timing"] = timings
+results["compiles"] = compiles  # per example: each frame compiled while it was timed

@@ -1,6 +1,8 @@
 """The check of snippets/gpu_code/memory_model.py: what dissecting/regimes.md and dissecting/inductor-cuda.md say about
 it, held on every record of it."""
 
+import re
+
 import pytest
 from facts import check
 
@@ -44,8 +46,23 @@ def _(record):
     specs = record.results["specs"]
     assert specs["h200"]["tflops"] == specs["h100"]["tflops"], specs
     assert specs["h200"]["bandwidth_gbps"] > specs["h100"]["bandwidth_gbps"], specs
+    compiles = record.results.get("compiles", {})
+    if record.device != "cuda":
+        assert compiles == {}, compiles  # nothing timed, nothing compiled
     if record.device == "cuda":  # each example timed eager and compiled, and drawn as a measured point
         assert set(record.results["timing"]) == set(model), record.results["timing"].keys()
+        # regimes.md: each example's compiled side is the function compiled once, for the static shapes it was
+        # timed at. Dynamo's cache belongs to the function's code, not to a torch.compile wrapper, so without the
+        # reset between examples matmul_softmax's second size would recompile with symbolic sizes (s77, ...).
+        assert set(compiles) == set(model), f"the compiles of each timed example: {sorted(compiles)}"
+        for name, frames in compiles.items():
+            work = record.results["timing"][name]["compiled"]["work"]
+            function, inputs = re.fullmatch(r"compiled (\w+)\((.*)\)", work).groups()
+            shapes = [[int(n) for n in dims.split(", ") if n] for dims in re.findall(r"\[([^]]*)\]", inputs)]
+            assert [f["function"] for f in frames] == [function], (name, frames)
+            (frame,) = frames
+            assert frame["recompile_reason"] is None, (name, frame)
+            assert frame["inputs"] == shapes, f"{name}: compiled for {frame['inputs']}, timed at {shapes}"
         assert sum(p["measured"] for p in points) == 2 * len(model)
         # A circle sits at its square's intensity (the model's bytes): eager's at eager's, compiled's at fused's.
         measured = {p["label"]: p for p in points if p["measured"]}
