@@ -113,7 +113,7 @@ DIFFERENT_ON_PURPOSE = {
     "activation": "compiler_crash's ReLU, where the planted bug sits; data_dependent's own activation",
     "fresh": "training_step's fresh model and its optimizer; break_atlas's fresh leaves for a case's inputs",
     "call": "break_atlas calls a function with its arguments; recompile_atlas makes one call for later",
-    "same": "break_atlas compares values of any type; recompile_atlas compares one tensor result",
+    "same": "break_atlas compares values of any type; recompile_atlas compares a call's result and its gradients",
     "no_grad_inside": "two cases named alike, each with its own body: break_atlas's, recompile_atlas's",
     "autocast_inside": "two cases named alike, each with its own body: break_atlas's, recompile_atlas's",
     "times": "two one-line cases named alike: x times a value (break_atlas), x times an int n (recompile_atlas)",

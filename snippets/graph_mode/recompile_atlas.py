@@ -56,26 +56,51 @@ def recompile_log(messages):
 
 def recompiles(fn, calls, **options):
     """Compile fn afresh, make each call; return the recompile messages and what
-    each call returned."""
+    each call returned, with its gradients."""
     torch._dynamo.reset()  # forget every earlier compile
     compiled = torch.compile(fn, backend="eager", **options)
     messages, outputs = [], []
     with recompile_log(messages):
         for call in calls:
-            outputs.append(call(compiled))
+            outputs.append(result(call(compiled)))
     return [m for m in messages if m.startswith("Recompiling function")], outputs
 
 
 def same(a, b):
-    """One result: a tensor's device, dtype, shape, requires_grad and values (to
-    float rounding)."""
+    """One result: a tensor's device, dtype, shape, strides, requires_grad and
+    values (to float rounding); lists and tuples item by item."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(map(same, a, b))
     if not (torch.is_tensor(a) and torch.is_tensor(b)):
         return a == b
-    if (a.device, a.dtype, a.shape, a.requires_grad) != (
-            b.device, b.dtype, b.shape, b.requires_grad):
+    if (a.device, a.dtype, a.shape, a.stride(), a.requires_grad) != (
+            b.device, b.dtype, b.shape, b.stride(), b.requires_grad):
         return False
     return a.device.type == "meta" or torch.allclose(a.detach(), b.detach(),
                                                      rtol=1e-5, atol=1e-6)
+
+
+def result(value):
+    """What a call returned, with the gradients a backward from it leaves on the
+    tensors it came from (inputs, parameters), taken at once."""
+    return value, leaf_gradients(value)
+
+
+def leaf_gradients(t):
+    """The gradients of t.sum() on each leaf it came from, by shape and value."""
+    if not (torch.is_tensor(t) and t.requires_grad):
+        return []
+    leaves, seen, todo = [], set(), [t.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):  # AccumulateGrad: a leaf's
+            leaves.append(node.variable)
+        todo += [next_node for next_node, _ in node.next_functions]
+    found = torch.autograd.grad(t.sum(), leaves, retain_graph=True)
+    return sorted(found, key=lambda g: (tuple(g.shape), g.sum().item()))
 
 
 def call(*args):  # one call of the compiled function with these arguments
@@ -86,7 +111,7 @@ def case(name, what, fn, calls, fix, fixed_calls, fixed_fn=None, options=None,
          fixed_options=None, fixed_config=None, changes=None, kind="fix", reset=None):
     """Count the recompiles of the calls, then of the fixed calls; keep both, and
     whether the fixed calls, compiled, returned what the calls return eagerly."""
-    want = [call(fn) for call in calls]  # the original calls, run eagerly
+    want = [result(call(fn)) for call in calls]  # the original calls, run eagerly
     if reset:
         reset()  # undo what those calls changed
     before, _ = recompiles(fn, calls, **(options or {}))
@@ -160,7 +185,9 @@ image = torch.randn(2, 3, 4, 4, device=device)
 case("memory_format", "an image tensor, then one in channels_last", scale,
      [call(image), call(image.to(memory_format=torch.channels_last))],
      "one memory format at the call: x.contiguous() (or channels_last everywhere)",
-     [call(image), call(image.to(memory_format=torch.channels_last).contiguous())])
+     [call(image), call(image.to(memory_format=torch.channels_last).contiguous())],
+     changes="The channels_last call returns a contiguous result: equal values, "
+             "other strides.")
 
 
 def attend(x, mask=None):  # as attention takes an optional mask
@@ -170,12 +197,15 @@ def attend(x, mask=None):  # as attention takes an optional mask
     return scores.softmax(-1)
 
 
-no_mask = torch.zeros(8, 8, device=device)  # adds nothing: the same as None
+# Adds nothing: the same as None. In the scores' dtype: a float32 mask would turn
+# bfloat16 scores into float32.
+no_mask = torch.zeros(8, 8, device=device, dtype=x8.dtype)
 some_mask = torch.zeros(8, 8, device=device).masked_fill(
     torch.ones(8, 8, device=device).triu(1).bool(), float("-inf"))
 case("none_then_tensor", "mask=None, then a mask tensor", attend,
      [call(x8, None), call(x8, some_mask)],
-     "always pass a tensor: an all-zeros mask where there is none",
+     "always pass a tensor: an all-zeros mask, in the scores' dtype, where there "
+     "is none",
      [call(x8, no_mask), call(x8, some_mask)])
 # --8<-- [end:tensors]
 
@@ -190,9 +220,13 @@ def no_grad_inside(x):  # no_grad entered inside the function does not help
         return torch.sin(x) * 2
 
 
+def project(x):  # a matmul: autocast runs it in a lower precision
+    return x @ x.T
+
+
 def autocast_inside(x):
     with torch.autocast(device):
-        return torch.sin(x) * 2
+        return x @ x.T
 
 
 @contextlib.contextmanager
@@ -216,12 +250,13 @@ def default_dtype(dtype):
 case("grad_mode", "called with gradients on, then under torch.no_grad()",
      no_grad_inside, [call(x8), in_mode(torch.no_grad(), x8)],
      "call in one grad mode; torch.no_grad() inside fn does not change the guard",
-     [call(x8), call(x8)],
-     changes="Both calls run with gradients on, as the first did.")
-case("autocast", "called plainly, then under torch.autocast", scale,
+     [call(x8), call(x8)])  # fn's own no_grad: either mode returns the same
+case("autocast", "called plainly, then under torch.autocast", project,
      [call(x8), in_mode(torch.autocast(device), x8)],
      "enter autocast inside the compiled function, not around the call",
-     [call(x8), call(x8)], fixed_fn=autocast_inside)
+     [call(x8), call(x8)], fixed_fn=autocast_inside,
+     changes="The first call, plain in the original, runs under autocast too: right "
+             "only where every call should.")
 case("num_threads", "torch.set_num_threads changes between calls", scale,
      [call(x8), in_mode(threads(1), x8)],
      "set the thread count once, before the first compile",
@@ -294,6 +329,7 @@ case("parameter", "a parameter's requires_grad changes (a layer frozen)", run,
      [call(unfrozen, x8), freeze_then_call(unfrozen, x8)],
      "freeze layers before the first compile",
      [call(frozen, x8), call(frozen, x8)],
+     changes="The first call runs frozen too: the weight gets no gradient from it.",
      reset=lambda: unfrozen.linear.weight.requires_grad_(True))
 
 
@@ -318,7 +354,9 @@ square = torch.randn(4, 4, device=device)
 case("strides", "a tensor, then its transpose (other strides)", scale,
      [call(square), call(square.t())],
      "x.contiguous() at the call: one layout",
-     [call(square), call(square.t().contiguous())])
+     [call(square), call(square.t().contiguous())],
+     changes="The transposed call returns a contiguous result: equal values, other "
+             "strides.")
 params = [torch.nn.Parameter(torch.randn(n, device=device)) for n in (4, 8, 16)]
 
 
@@ -392,7 +430,7 @@ case("hook_added", "a forward hook registered after the first call", run,
 # function runs without the new hook.
 remove_hooks()
 _, unhooked = recompiles(run, [call(hooked, x8), hook_then_call(hooked, x8)])
-hook_ran = same(unhooked[1], hooked(x8))  # eagerly, the hook runs
+hook_ran = same(unhooked[1], result(hooked(x8)))  # eagerly, the hook runs
 print(f"    hook_added by default: 0 recompiles, and the hook ran: {hook_ran}")
 remove_hooks()
 # --8<-- [end:modules]
@@ -477,7 +515,8 @@ def scheduled_fill(lr, p):  # the fix: the rate is a 0-d tensor, filled in place
 
 case("lr_schedule", "a learning rate a schedule lowers (0.1, 0.05, 0.025)",
      sgd_step, [scheduled(lr, x8) for lr in (0.1, 0.05, 0.025)],
-     "keep the rate in a 0-d tensor (torch.optim takes lr=torch.tensor(0.1))",
+     "keep the rate in a 0-d tensor (torch.optim takes lr=torch.tensor(0.1); Adam "
+     "and AdamW refuse one with foreach=True unless capturable=True)",
      [scheduled_fill(lr, x8) for lr in (0.1, 0.05, 0.025)],
      reset=lambda: group.update(lr=as_tensor(0.1)))
 case("list_len", "a list of 2 tensors, then of 3", summed,
@@ -539,7 +578,7 @@ atlas["recompile_limit"] = {
     "fix": "torch._dynamo.mark_dynamic(x, 0) on the first input "
            f"(or raise torch._dynamo.config.{limit_name})",
     "after": len(fixed), "fix_kind": "fix", "changes": None,
-    "same": all(map(same, [scale(x) for x in sizes], got))}
+    "same": all(map(same, [result(scale(x)) for x in sizes], got))}
 results["limit"] = {"name": limit_name, "value": limit, "calls": len(sizes),
                     "graphs": len(graphs), "matches_eager": right}
 print(f"limit: {len(recompiled)} recompile(s), then {len(fixed)} with the fix")

@@ -31,7 +31,11 @@ GUARDS = {
     "lr_schedule": "group['lr'] == 0.1",
 }
 # Fixes that change what the calls compute, each saying how in one sentence; every other fix is proven the same.
-CHANGES = {"dtype", "device", "requires_grad", "grad_mode"}
+# The probe compares each call's result (device, dtype, shape, strides, requires_grad, values) and the gradients a
+# backward from it leaves on the inputs and parameters.
+# Each change is one the probe sees. (grad_mode's function runs under its own no_grad, so calling it in one
+# grad mode returns what either mode did: proven the same.)
+CHANGES = {"dtype", "device", "requires_grad", "memory_format", "strides", "autocast", "parameter"}
 
 
 @check("graph_mode/recompile_atlas.py")
@@ -52,7 +56,9 @@ def _(record):
         assert entry["same"] or entry["changes"], (name, entry)
         assert "/" not in entry["message"].replace("https://", "").split("\n")[0], entry["message"]
     assert {name for name, entry in atlas.items() if entry["changes"]} == CHANGES
-    assert not atlas["dtype"]["same"] and not atlas["requires_grad"]["same"]
+    for name in CHANGES:
+        assert not atlas[name]["same"], name
+    assert atlas["grad_mode"]["same"]
     # 2.11 reuses the entry when a parameter of the same module is frozen in place; 2.13 and 2.15 recompile.
     frozen_caught = record.made_with((2, 13))
     for name, guard in GUARDS.items():
