@@ -46,9 +46,10 @@ Directives sit in HTML comments, so a page read on GitHub stays clean.
         The versions page: the timed comparisons release by release, the behaviour changes that matter
         (scripts/changelog.py NOTABLE), and every other output and count that differs (scripts/releases.py).
 
-    <!-- md:findings -->   <!-- md:coverage -->
+    <!-- md:findings [part=table|model] -->   <!-- md:coverage -->
         The site's findings, a chart and a table of every described CPU comparison with each row's GPU model
-        (scripts/findings.py); what was measured where, said once for the whole site (Home).
+        (scripts/findings.py), or (part=model) each GPU comparison's measured gain against the model's;
+        what was measured where, said once for the whole site (Home).
 
     <!-- md:atlas SNIPPET [part=lookup|table] [kind=...] [device=cuda|cpu] -->
         The graph-break or recompile atlas (scripts/atlas.py): its case table, or the box that finds the
@@ -107,7 +108,7 @@ SPECS = {
     "figure": Spec("block", ("SNIPPET", "NAME"), FIGURE),
     "records": Spec("block", ()),
     "changes": Spec("block", ()),
-    "findings": Spec("block", ()),
+    "findings": Spec("block", (), ("part",)),
     "coverage": Spec("block", ()),
     "explorer": Spec("block", ("SNIPPET", "KERNEL")),
     "atlas": Spec("block", ("SNIPPET",), ("kind", "device", "part")),

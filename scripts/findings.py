@@ -40,6 +40,10 @@ class Measured:
     size: str  # the size the record holds, formatted; "" where the page names none
     blocks: tuple[list, list] = ([], [])  # calls per timed block in each process, A and B (measures)
     work: str = ""  # what A timed: the function and its inputs' dtypes and shapes
+    work_b: str = ""  # what B timed
+    stale: bool = False  # the record was made by an earlier version of its snippet
+    recompiled: str = ""  # why B is not the program the page compares (RECOMPILED), or ""
+    predicted: Predicted | None = None  # the model of this workload, at this size, on this GPU (`predicted_of`)
 
     @property
     def method(self) -> str:
@@ -213,6 +217,83 @@ def sized(record: records.Record, options: dict) -> str:
     return value if name.isdigit() else f"{name} = {value}"  # a list's index names nothing: "64", not "0 = 64"
 
 
+GPU_MODEL = "gpu_code/memory_model.py"
+# A GPU's name, as a record gives it, -> the key of GPU_MODEL's model of that GPU (its published specifications).
+MODELLED_GPUS = {"H200": "h200", "H100": "h100"}
+GEMMS = ("mm", "addmm", "bmm", "matmul")
+
+# Timings of stale CUDA records (made by an earlier version of their snippet) that are not the program their page
+# compares: (record's torch release, snippet, key B) -> why. Such a comparison is shown with why, and left out of
+# the model's figure. tests/test_compiled_once.py fails on an entry whose record is no longer stale (remade).
+RECOMPILED = {
+    ("2.11.0", "gpu_code/memory_model.py", "timing.matmul_softmax_4096.compiled"):
+        "recompiled with symbolic sizes: the snippet's earlier version compiled matmul_softmax at 100 × 100 first, "
+        "and the 4096 × 4096 call through a new torch.compile wrapper failed that compile's guards",
+}
+
+
+@dataclass
+class Predicted:
+    """The model's gain at the roof for the workload a GPU timed, at the size and dtype it timed, on that GPU: the
+    bytes and FLOPs GPU_MODEL counted for it, at the GPU's published roofs. Eager runs one kernel per op; compiled
+    code is what Inductor makes by default: one fused kernel, or, after a GEMM, the library GEMM and one kernel
+    for the rest (a GEMM template, max-autotune's, is not modelled)."""
+    model: Modelled
+    gpu: str  # the key of model.names
+    how: str  # "one fused kernel" or "library GEMM + one kernel"
+
+    @property
+    def ratio(self) -> float | None:
+        """The predicted A/B, or None where a side's roof time is under what its calls cost (overhead-bound)."""
+        return None if self.model.overhead_bound(self.gpu) else self.model.ratio(self.gpu)
+
+    @property
+    def cell(self) -> str:
+        return self.model.cell(self.gpu)
+
+
+def gpu_models(outputs: Path = records.OUTPUTS, snippets: Path = records.SNIPPETS) -> dict[str, dict]:
+    """GPU_MODEL's model of each workload it counts, by the work label a timing of it gets ("f(float32[64])"),
+    with its GPUs' specifications under "specs"; {} where its record lacks them."""
+    record = records.record(GPU_MODEL, "cpu", outputs, snippets)
+    if not record.exists:
+        return {}
+    model, specs = record.results.get("model", {}), record.results.get("specs", {})
+    return {entry["work"]: {**entry, "specs": specs} for entry in model.values() if "work" in entry}
+
+
+def bare(work: str) -> str:
+    """A work label without the word that says how it ran: "compiled f(x)", "jax.jit f(x)", "jax f(x)" -> "f(x)"."""
+    for prefix in ("compiled ", "jax.jit ", "jax "):
+        if work.startswith(prefix):
+            return work[len(prefix):]
+    return work
+
+
+def predicted_of(measured: Measured, key_a: str, key_b: str, models: dict[str, dict],
+                 costs: Overheads | None) -> Predicted | None:
+    """The model of a GPU's comparison where A ran eager and B compiled the same workload, the model counts that
+    workload at that size and dtype, and models the GPU it ran on; else None."""
+    entry = models.get(bare(measured.work))
+    gpu = next((key for name, key in MODELLED_GPUS.items() if name in measured.hardware), None)
+    if (entry is None or gpu is None or gpu not in entry or is_compiled(key_a, measured.work)
+            or not is_compiled(key_b, measured.work_b) or bare(measured.work_b) != bare(measured.work)):
+        return None
+    spec, dtype, ops = entry["specs"][gpu], entry["dtype"], entry["ops"]
+
+    def bound(nbytes: float, flops: float) -> float:  # the snippet's bound_us: bytes or FLOPs, at the roof
+        return max(nbytes / (spec["bandwidth_gbps"] * 1e9), flops / (spec["tflops"][dtype] * 1e12)) * 1e6
+
+    if ops[0]["op"] in GEMMS and len(ops) > 1:  # the library GEMM writes its product; one kernel does the rest
+        compiled_us = bound(ops[0]["bytes"], ops[0]["flops"]) + bound(ops[1]["bytes"], sum(o["flops"] for o in ops[1:]))
+        kernels, how = 2, "library GEMM + one kernel"
+    else:
+        compiled_us, kernels, how = entry[gpu]["fused_us"], 1, "one fused kernel"
+    model = Modelled((len(ops), kernels), (entry["eager_bytes"], entry["fused_bytes"]),
+                     {gpu: (entry[gpu]["eager_us"], compiled_us)}, {gpu: spec["name"]}, (False, True), costs)
+    return Predicted(model, gpu, how)
+
+
 def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = records.OUTPUTS,
            snippets: Path = records.SNIPPETS) -> Measured | None:
     """The comparison in the newest CUDA record of the snippet that holds both timings (a fresh one first),
@@ -233,7 +314,9 @@ def gpu_of(snippet: str, key_a: str, key_b: str, options: dict, outputs: Path = 
             size = ""
         return Measured(measures.judge(a, b, "cuda"), ratio, low, high, len(measures.ratios(a, b)), record.hardware,
                         record.release, size,
-                        (measures.blocks_per_process(a), measures.blocks_per_process(b)), a.get("work", ""))
+                        (measures.blocks_per_process(a), measures.blocks_per_process(b)), a.get("work", ""),
+                        b.get("work", ""), record.state == "stale",
+                        RECOMPILED.get((record.release, snippet, key_b), "") if record.state == "stale" else "")
     return None
 
 
@@ -257,6 +340,7 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
     found = []
     on_cpu = described(compares, "cpu")
     costs = overheads(outputs, snippets)
+    models = gpu_models(outputs, snippets)
     for (snippet, key_a, key_b), (src, title, options) in on_cpu.items():
         if "what" not in options:
             continue
@@ -282,15 +366,42 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
                           len(measures.ratios(a, b)), verdicts)
         finding.model = model_of(finding, outputs, snippets, costs)
         finding.gpu = gpu_of(snippet, key_a, key_b, options, outputs, snippets)
+        if finding.gpu is not None:
+            finding.gpu.predicted = predicted_of(finding.gpu, key_a, key_b, models, costs)
         found.append(finding)
     for (snippet, key_a, key_b), (src, title, options) in described(compares, "cuda").items():
         if (snippet, key_a, key_b) in on_cpu or "what" not in options:
             continue
         gpu = gpu_of(snippet, key_a, key_b, options, outputs, snippets)
         if gpu is not None:
+            gpu.predicted = predicted_of(gpu, key_a, key_b, models, costs)
             found.append(Finding(src, title, snippet, key_a, key_b, options["what"], options.get("why", ""), "",
                                  "", float("nan"), float("nan"), float("nan"), 0, [], gpu=gpu))
     return found
+
+
+def ratio_ticks(axis, low: float, high: float) -> None:
+    """A log axis of ratios: ticks at 0.1×, 0.2×, 0.5×, 1×, 2×, ... between low and high, no minor ticks."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    axis.set_major_locator(FixedLocator([t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50) if low <= t <= high]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def hollow(marker: str, color: str, label: str):
+    """A legend entry for a hollow marker."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], marker=marker, color=color, markerfacecolor="none", linestyle="", label=label)
+
+
+def legend_above(fig, ax, handles: list, narrow: bool) -> str:
+    """The legend above the plot (one column on a phone), and the figure as the site's SVG."""
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1 if narrow else len(handles),
+              frameon=False)
+    return plots.svg(fig, narrow)
 
 
 def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False) -> str:
@@ -301,7 +412,6 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
     import textwrap
 
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     plt = plots.pyplot()
     rows = list(reversed(found))  # the first finding on top
@@ -324,9 +434,14 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
                 ax.plot([g.low, g.high], [y - 0.12, y - 0.12], color=gpu_color, linewidth=1.5, solid_capstyle="butt")
                 ax.plot([g.ratio], [y - 0.12], marker="D", markersize=5, color=gpu_color,
                         markerfacecolor="none" if g.method else gpu_color)  # hollow: one call per block
+                if g.predicted is not None and g.predicted.ratio is not None and not g.recompiled:
+                    ax.plot([g.predicted.ratio], [y - 0.12], marker="x", markersize=7, color=colors["fg"])
         ax.set_xscale("log")
         ends = [v for r in rows for v in ((r.low, r.high) if r.on_cpu else ()) + ((r.gpu.low, r.gpu.high) if r.gpu
                                                                                   else ())]
+        predicted = [r.gpu.predicted.ratio for r in rows if r.gpu and r.gpu.predicted and r.gpu.predicted.ratio
+                     and not r.gpu.recompiled]
+        ends += predicted
         low = min(min(ends), 1 / 1.5)
         high = max(max(ends), 1.5)
         ax.set_xlim(low / 1.2, high * 1.2)
@@ -338,11 +453,7 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
             ax.set_ylim(-0.6, len(rows) - 0.1)
         else:
             ax.set_yticks(range(len(rows)), labels)
-        ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50) if low / 1.2 <= t <= high * 1.2]
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        ratio_ticks(ax.xaxis, low / 1.2, high * 1.2)
         ax.set_xlabel("how much faster the second runs\n(log scale)" if narrow
                       else "how much faster the second runs than the first (log scale)")
         ax.grid(axis="x")
@@ -353,11 +464,10 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
             handles.append(Line2D([], [], marker="D", color=gpu_color, linestyle="",
                                   label=f"GPU ({', '.join(gpus)})"))
         if any(r.gpu and r.gpu.method for r in rows):
-            handles.append(Line2D([], [], marker="D", color=gpu_color, markerfacecolor="none", linestyle="",
-                                  label="GPU, timed one call per block"))
-        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1 if narrow else len(handles),
-                  frameon=False)
-        return plots.svg(fig, narrow)
+            handles.append(hollow("D", gpu_color, "GPU, timed one call per block"))
+        if predicted:
+            handles.append(Line2D([], [], marker="x", color=colors["fg"], linestyle="", label="GPU model (roofs)"))
+        return legend_above(fig, ax, handles, narrow)
 
 
 def describe(found: list[Finding]) -> str:
@@ -372,3 +482,96 @@ def describe(found: list[Finding]) -> str:
     return (f"{len(found)} comparisons on a log scale. On the CPU (dots), {len(cpu)}: {counts([f.words for f in cpu])}"
             + (f". On a GPU (diamonds), {len(gpu)}: {counts([g.words for g in gpu])}" if gpu else "")
             + ". The shaded band is about the same.")
+
+
+@dataclass
+class Residual:
+    """One point of the model's figure: a GPU's comparison beside the model's prediction of it."""
+    number: int  # its number in the figure, from 1
+    finding: Finding
+
+    @property
+    def measured(self) -> Measured:
+        return self.finding.gpu
+
+    @property
+    def predicted(self) -> float:
+        return self.finding.gpu.predicted.ratio
+
+    @property
+    def factor(self) -> float:
+        """Measured gain over predicted: above 1, the GPU gained more than the model's roofs say."""
+        return self.measured.ratio / self.predicted
+
+
+RESIDUAL = 1.25  # a measured gain this far from the model's, either way, is a residual the page explains
+
+
+def against_model(found: list[Finding]) -> tuple[list[Residual], list[Finding]]:
+    """(every GPU comparison that the model predicts a ratio for, numbered; every other GPU comparison: no model
+    of its workload, overhead-bound, or not the program its page compares, RECOMPILED)."""
+    plotted, left = [], []
+    for f in found:
+        if f.gpu is None:
+            continue
+        if f.gpu.predicted is not None and f.gpu.predicted.ratio is not None and not f.gpu.recompiled:
+            plotted.append(Residual(len(plotted) + 1, f))
+        else:
+            left.append(f)
+    return plotted, left
+
+
+def beyond(residual: Residual) -> bool:
+    return not 1 / RESIDUAL <= residual.factor <= RESIDUAL
+
+
+def model_chart(points: list[Residual], colors: dict, style: dict, narrow: bool = False) -> str:
+    """The SVG of each GPU comparison's measured gain (a dot, its range over the fresh processes a line) against
+    the model's gain at the roof for the same workload, both on log axes: on the diagonal the model is right; the
+    shaded band is within RESIDUAL of it. Each point is numbered; the page lists what each number is. A record
+    made by an earlier version of its snippet (stale) is hollow."""
+    from matplotlib.lines import Line2D
+
+    plt = plots.pyplot()
+    with plt.rc_context(style):
+        side = plots.NARROW_PT / 72 if narrow else 4.6
+        fig, ax = plt.subplots(figsize=(side, side * 0.95))
+        values = [v for p in points for v in (p.predicted, p.measured.low, p.measured.high)]
+        low, high = min(values + [1]) / 1.3, max(values + [1.5]) * 1.3
+        line = [low, high]
+        ax.fill_between(line, [v / RESIDUAL for v in line], [v * RESIDUAL for v in line], color=colors["grid"],
+                        alpha=0.8, linewidth=0)
+        ax.plot(line, line, color=colors["fg"], linewidth=1)
+        ax.axhline(1, color=colors["muted"], linewidth=0.8, linestyle=":")
+        color = colors["series"][2]
+        for p in points:
+            g = p.measured
+            ax.plot([p.predicted, p.predicted], [g.low, g.high], color=color, linewidth=1.5, solid_capstyle="butt")
+            ax.plot([p.predicted], [g.ratio], marker="o", markersize=7, color=color,
+                    markerfacecolor="none" if g.stale else color)
+            # Points on one prediction (one workload timed by several records) fan their numbers out to the right.
+            same = [q.number for q in points if abs(q.predicted / p.predicted - 1) < 0.02]
+            ax.annotate(str(p.number), (p.predicted, g.ratio), textcoords="offset points",
+                        xytext=(9 + 11 * same.index(p.number), 0), ha="left", va="center", color=colors["fg"])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+        for axis in (ax.xaxis, ax.yaxis):
+            ratio_ticks(axis, low, high)
+        gpus = sorted({p.measured.hardware for p in points})
+        ax.set_xlabel("model: gain at the roof\n(published specifications)")
+        ax.set_ylabel(f"measured on the {', '.join(gpus)}" if gpus else "measured")
+        ax.grid(True)
+        handles = [Line2D([], [], marker="o", color=color, linestyle="", label="measured"),
+                   Line2D([], [], color=colors["fg"], linewidth=1, label="model = measured")]
+        if any(p.measured.stale for p in points):
+            handles.append(hollow("o", color, "record stale"))
+        return legend_above(fig, ax, handles, narrow)
+
+
+def describe_model(points: list[Residual]) -> str:
+    """The model figure's alt text."""
+    outside = sum(beyond(p) for p in points)
+    return (f"{len(points)} GPU comparisons, measured gain against the model's gain at the roof, on log axes: "
+            f"{len(points) - outside} within {RESIDUAL}× of the model, {outside} beyond it.")

@@ -536,6 +536,26 @@ def render_atlas(d: Directive, page: Page) -> str:
     return atlas.render(d, page, site_directives(page.docs, "atlas"))
 
 
+def drawn_findings(name: str, data: str, draw) -> dict[bool, dict[str, Path]]:
+    """{narrow: {palette: SVG}} of a findings chart, drawn by `draw(colors, narrow)` for the page's column and a
+    phone's in each palette, cached by the drawing code and `data` (what it draws)."""
+    digest = records.content_key(Path(findings.__file__), Path(plots.__file__), data)
+    FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
+    drawings = {narrow: {palette: FIGURE_CACHE / f"{'phone-' * narrow}{name}-{digest}.{palette}.svg"
+                         for palette in plots.PALETTES} for narrow in (False, True)}
+    for narrow, files in drawings.items():
+        for palette, cached in files.items():
+            if not cached.exists():
+                write_atomically(cached, draw(plots.PALETTES[palette], narrow))
+    return drawings
+
+
+def wide_and_narrow(page: Page, drawings: dict[bool, dict[str, Path]], alt: str) -> list[str]:
+    """The column's drawing and the phone's, each in both palettes; CSS shows one (mlc-wide, mlc-narrow)."""
+    return [f'<span class="mlc-wide">{"".join(linked_images(page, drawings[False], alt))}</span>',
+            f'<span class="mlc-narrow">{"".join(linked_images(page, drawings[True], alt))}</span>']
+
+
 def render_findings(d: Directive, page: Page) -> str:
     """The site's findings: a chart of every described CPU comparison and a table of them (scripts/findings.py),
     then each row's GPU model where the model's record has it. On a phone's column (CSS: mlc-narrow) the chart
@@ -543,19 +563,18 @@ def render_findings(d: Directive, page: Page) -> str:
     found = findings.collect(site_directives(page.docs, "compare"), page.outputs, page.snippets)
     if not found:
         raise DirectiveError("no md:compare on the site says what it compares (what=)")
-    digest = records.content_key(Path(findings.__file__), Path(plots.__file__), repr([vars(f) for f in found]))
-    FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
-    drawings = {narrow: {palette: FIGURE_CACHE / f"{'phone-' * narrow}findings-{digest}.{palette}.svg"
-                         for palette in plots.PALETTES} for narrow in (False, True)}
-    for narrow, files in drawings.items():
-        for palette, cached in files.items():
-            if not cached.exists():
-                colors = plots.PALETTES[palette]
-                write_atomically(cached, findings.chart(found, colors, plots.style(colors), narrow=narrow))
+    if d.options.get("part", "table") == "model":
+        return render_model_figure(found, page)
+    if d.options.get("part", "table") != "table":
+        raise DirectiveError(f"md:findings part={d.options['part']}: part is table (the default) or model")
+    drawings = drawn_findings("findings", repr([vars(f) for f in found]),
+                              lambda colors, narrow: findings.chart(found, colors, plots.style(colors), narrow=narrow))
     files = drawings[False]
     alt = findings.describe(found)
+    predicts = any(f.gpu is not None and f.gpu.predicted is not None for f in found)
     rows = ["| Workload | On the CPU | Ratio (range over fresh processes) | Every release | Measured on a GPU "
-            "| Why |", "|---|---|---|---|---|---|"]
+            + ("| Model of the GPU's run |" if predicts else "|") + " Why |",
+            "|---|---|---|---|---|" + ("---|" if predicts else "") + "---|"]
     items = []
 
     def on_gpu(f: findings.Finding) -> str:
@@ -566,8 +585,19 @@ def render_findings(d: Directive, page: Page) -> str:
         if not g.size and g.work and not f.size:  # no size named: the inputs the GPU ran, from its record
             size = f", {g.work}"
         method = f"; {g.method}" if g.method else ""
+        stale = "; record stale (its snippet changed since)" if g.stale else ""
+        recompiled = f"; not the program compared: {g.recompiled}" if g.recompiled else ""
         return (f"{g.words} ({g.ratio:.2f}; {g.low:.2f}–{g.high:.2f}, {g.processes} processes) on the "
-                f"{g.hardware}, torch {g.release}{size}{method}")
+                f"{g.hardware}, torch {g.release}{size}{method}{stale}{recompiled}")
+
+    def gpu_model(f: findings.Finding) -> str:
+        """The model's gain at the roof for the workload the GPU timed, at its size, on that GPU."""
+        if f.gpu is None:
+            return ""
+        p = f.gpu.predicted
+        if p is None:
+            return "not modelled"
+        return f"{p.cell.replace('-', chr(0x2011))} ({p.model.names[p.gpu]}, {p.how}; a model)"
 
     for f in found:
         size = f" ({f.size})" if f.size else ""
@@ -580,11 +610,13 @@ def render_findings(d: Directive, page: Page) -> str:
         else:
             words, spread, agree = "not measured", "", ""
         gpu = on_gpu(f)
+        modelled = gpu_model(f)
         rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {words} | {spread} | {agree} | {gpu} "
-                    f"| {f.why} |")
+                    + (f"| {modelled} " if predicts else "") + f"| {f.why} |")
         why = f" {f.why[:1].upper()}{f.why[1:]}." if f.why else ""
         cpu = f"{f.words}, {spread}; {agree}" if f.on_cpu else "not measured on the CPU"
-        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {cpu}; on a GPU {gpu}.{why}")
+        model_said = f"; the model of the GPU's run: {modelled}" if predicts and modelled else ""
+        items.append(f"- **[{f.what}]({page.md_link(f.page)})**{size}: {cpu}; on a GPU {gpu}{model_said}.{why}")
     cpu_rows = [f for f in found if f.on_cpu]
     steady = sum(f.steady for f in cpu_rows)
     several = sum(len(f.releases) > 1 for f in cpu_rows)
@@ -627,8 +659,7 @@ def render_findings(d: Directive, page: Page) -> str:
         text = f"![{alt}]({link})\n\n{summary}\n\n{tables[0][0]}\n"
         return text + (f"\n{model_intro}\n\n{tables[1][0]}\n" if model_intro else "")
     page.figures += 1
-    images = [f'<span class="mlc-wide">{"".join(linked_images(page, files, alt))}</span>',
-              f'<span class="mlc-narrow">{"".join(linked_images(page, drawings[True], alt))}</span>']
+    images = wide_and_narrow(page, drawings, alt)
     caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each comparison\'s ratio on the CPU '
                f"(a dot) and, where a GPU measured it, on the GPU (a diamond, hollow where a side was timed one call "
                f"per block), each with its range over the fresh "
@@ -649,6 +680,67 @@ def render_findings(d: Directive, page: Page) -> str:
                                "what a GPU measured"))
     return text + (f"\n{model_intro}\n\n" + both(*tables[1], "The GPU model of every CPU row, by GPU")
                    if model_intro else "")
+
+
+def render_model_figure(found: list, page: Page) -> str:
+    """The model against measurement (md:findings part=model): each GPU comparison the model predicts, measured
+    gain against the model's, numbered; what each number is; a sentence for each that lies beyond
+    findings.RESIDUAL of the model; and the GPU comparisons left out, with why."""
+    points, left = findings.against_model(found)
+    if not points:
+        return "No GPU comparison has a model of its workload yet.\n"
+    drawings = drawn_findings("model", repr([vars(p.finding) for p in points]),
+                              lambda colors, narrow: findings.model_chart(points, colors, plots.style(colors),
+                                                                          narrow=narrow))
+    alt = findings.describe_model(points)
+
+    def said(p) -> str:
+        g, f = p.measured, p.finding
+        where = f"[{f.what}]({page.md_link(f.page)})"
+        stale = ", from a stale record (its snippet changed since)" if g.stale else ""
+        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f} over {g.processes} processes) on the "
+                f"{g.hardware}, torch {g.release}{stale}; the model, {g.predicted.how}: {p.predicted:.2f}×")
+
+    listed = "\n".join(f"{p.number}. {said(p)}." for p in points)
+    sentences = []
+    for p in points:
+        if not findings.beyond(p):
+            continue
+        g = p.measured
+        way = "short of" if p.factor < 1 else "beyond"
+        text = (f"Point {p.number} lies {max(p.factor, 1 / p.factor):.2f}× {way} the model's gain at the roof.")
+        if g.method:
+            text += (f" Its record's sides were {g.method.removeprefix('both sides ')}: on a GPU the timer "
+                     "synchronizes after every block, so a call timed alone also pays its launch and the host's work "
+                     "before it, which the model does not count.")
+        twins = [q for q in points if q is not p and q.finding.gpu.predicted.model.us == g.predicted.model.us]
+        for q in twins:
+            text += (f" Point {q.number} is the same workload in another record, timed "
+                     f"{q.measured.method.removeprefix('both sides ') or 'in blocks of many calls'}: "
+                     f"{max(q.factor, 1 / q.factor):.2f}× {'short of' if q.factor < 1 else 'beyond'} the model.")
+        sentences.append(f"- {text}")
+    outside = (f"**Beyond {findings.RESIDUAL}× of the model**, in the records' own numbers:\n\n" + "\n".join(sentences)
+               if sentences else f"Every point lies within {findings.RESIDUAL}× of the model.")
+    reasons = []
+    for f in left:
+        g = f.gpu
+        why = (f"not the program compared ({g.recompiled})" if g.recompiled
+               else "overhead-bound: the model gives no ratio where a side's roof time is under what its calls "
+                    "cost" if g.predicted is not None
+               else "no model of its workload at the size the GPU ran")
+        reasons.append(f"- [{f.what}]({page.md_link(f.page)}) ({g.words} on the {g.hardware}): {why}.")
+    left_text = (f"Left out of the figure, {len(left)} GPU comparisons:\n\n" + "\n".join(reasons)) if left else ""
+    if page.target == NOTEBOOK:
+        link = page.attach("model.svg", "image/svg+xml", drawings[False]["light"].read_bytes())
+        return f"![{alt}]({link})\n\n{listed}\n\n{outside}\n\n{left_text}\n"
+    page.figures += 1
+    images = wide_and_narrow(page, drawings, alt)
+    caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each GPU comparison that the model '
+               f"predicts: the gain measured (a dot; its range over the fresh processes, a line) against the model's "
+               f"gain at the roof for the same workload, size and dtype, from published specifications, on log axes. "
+               f"On the diagonal the model is right; the shaded band is within {findings.RESIDUAL}× of it.</p>")
+    return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
+            f"{listed}\n\n{outside}\n\n{left_text}\n")
 
 
 def overhead_note(modelled: list, page: Page) -> str:
