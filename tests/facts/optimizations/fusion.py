@@ -51,6 +51,10 @@ def _(record):
     for name in ("eager", "compiled", "copy"):
         assert results["bandwidth_gbps"][name] > 0
     assert results["share_of_copy"]["copy"] == 1
+    if record.device == "cuda" and record.committed:
+        # inductor-cuda.md: the fused kernel moved its bytes at about a copy's rate, so sin and cos did not
+        # hold it back (DESIGN.md's mark for it: 85 % of the copy's bandwidth).
+        assert results["share_of_copy"]["compiled"] >= 0.85, results["share_of_copy"]
 
     # Preallocated outputs: the same six ops with no allocation, counted in page faults.
     faults = results["page_faults"]
