@@ -96,10 +96,15 @@ class Lines(logging.Handler):
 
 
 def outcome(program, args, state):
-    """What one call does, all of it: its outputs, the exception it raises, the
-    gradients its backward leaves on the inputs, what it printed, logged and warned,
-    and the state it changed. The random generators start from one seed."""
+    """What one call does, all of it: its outputs, the exception it raises (type and
+    message), the gradients its backward leaves on the inputs and on the modules'
+    parameters, what it printed, logged and warned, the inputs as it left them, the
+    random generators' states and the state it changed. The generators start from
+    one seed."""
     state.reset()
+    weights = parameters()
+    for p in weights:
+        p.grad = None
     torch.manual_seed(0), random.seed(0), np.random.seed(0)
     printed, logged = io.StringIO(), Lines()
     log.addHandler(logged)
@@ -107,20 +112,37 @@ def outcome(program, args, state):
         with contextlib.redirect_stdout(printed), warnings.catch_warnings(
                 record=True) as warned:
             warnings.simplefilter("always")
-            try:
-                out, raised = program(*args), None
-            except Exception as error:  # compared by its type
-                out, raised = None, type(error).__name__
+            out, raised = None, None
+            try:  # the call, then a backward that reaches inputs and weights
+                out = program(*args)
+                outs = [t for t in flat(out) if torch.is_tensor(t) and t.requires_grad]
+                if outs:
+                    sum(t.sum() for t in outs).backward()
+            except Exception as error:  # compared by its type and message
+                raised = f"{type(error).__name__}: {error}"
             leaves = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-            outs = [t for t in flat(out) if torch.is_tensor(t) and t.requires_grad]
-            if leaves and outs:
-                sum(t.sum() for t in outs).backward()
     finally:
         log.removeHandler(logged)
     ours = [str(w.message) for w in warned if w.filename == __file__]
     return {"out": out, "raised": raised, "grads": [a.grad for a in leaves],
+            "params": [p.grad for p in weights],
             "printed": printed.getvalue(), "logged": logged.lines, "warned": ours,
-            "state": state.read()}
+            "inputs": [a.detach().clone() for a in args if torch.is_tensor(a)],
+            "rng": generators(), "state": state.read()}
+
+
+def parameters():  # every parameter of the modules this file made
+    found = {id(p): p for m in list(globals().values())
+             if isinstance(m, torch.nn.Module) for p in m.parameters()}
+    return list(found.values())
+
+
+def generators():  # where each random stream stands
+    states = [torch.get_rng_state(), repr(random.getstate()),
+              np.random.get_state()[1].tolist()]
+    if torch.cuda.is_available():
+        states.append(torch.cuda.get_rng_state())
+    return states
 
 
 def flat(value):
@@ -130,11 +152,14 @@ def flat(value):
 
 
 def same(a, b):
-    """Equal values: tensors of one dtype, shape, layout and requires_grad, close
-    to float rounding; containers item by item; other objects of one type."""
+    """Equal values: tensors of one dtype, shape, strides, device, layout and
+    requires_grad, close to float rounding; containers item by item; other
+    objects of one type."""
     if torch.is_tensor(a) and torch.is_tensor(b):
-        if (a.dtype, a.shape, a.layout, a.requires_grad) != (
-                b.dtype, b.shape, b.layout, b.requires_grad):
+        if (a.dtype, a.shape, a.device, a.layout, a.requires_grad) != (
+                b.dtype, b.shape, b.device, b.layout, b.requires_grad):
+            return False
+        if a.layout == torch.strided and a.stride() != b.stride():
             return False
         a, b = (t.detach().cpu() for t in (a, b))
         if a.layout != torch.strided:
@@ -156,6 +181,13 @@ def fresh(args):  # new leaves where inputs need gradients; the others shared
                  if torch.is_tensor(a) and a.requires_grad else a for a in args)
 
 
+def put_back(args, saved):  # undo what a run wrote into the shared inputs
+    for a, value in zip([a for a in args if torch.is_tensor(a)], saved):
+        if not same(a.detach(), value):
+            with torch.inference_mode(a.is_inference()), torch.no_grad():
+                a.copy_(value)
+
+
 def computes_the_same(broken, fixed, settings, around, probes, state):
     """The fix, compiled, against the original run eagerly, on each probe's inputs.
     Returns the parts that differ (none: the fix computes the same)."""
@@ -165,7 +197,9 @@ def computes_the_same(broken, fixed, settings, around, probes, state):
         compiled = torch.compile(fixed, backend="eager")
         for make in probes:
             args = make()
+            saved = [a.detach().clone() for a in args if torch.is_tensor(a)]
             want = outcome(broken, fresh(args), state)
+            put_back(args, saved)
             got = outcome(lambda *a: (around or call)(compiled, *a), fresh(args), state)
             differs |= {part for part in want if not same(want[part], got[part])}
     return sorted(differs)
@@ -205,6 +239,14 @@ def with_inf():
 
 def a_view():  # three elements of a storage of ten
     return (torch.randn(10, device=device)[:3],)
+
+
+def transposed():  # strides (1, 3): not contiguous
+    return (torch.randn(3, 3, device=device).t(),)
+
+
+def doubles():
+    return (torch.randn(3, device=device, dtype=torch.float64),)
 
 
 BRANCHES = (x3, scaled(-1), scaled(100), zeros3)
@@ -254,15 +296,25 @@ def while_on_tensor(x):
 
 
 def while_on_tensor_fixed(x):
-    # The number of halvings, computed as a tensor: no Python loop on a value
-    # (none where the max is NaN: the loop's test is then false).
-    halvings = torch.ceil(torch.log2(x.abs().max())).clamp(min=0).nan_to_num(0)
-    return x / 2**halvings
+    # The number of halvings, computed exactly as a tensor: max = mantissa *
+    # 2**exponent, mantissa in [0.5, 1), so the loop halves exponent times, once less
+    # where the max is a power of 2, none where it is at most 1 or NaN (exponent 0).
+    mantissa, exponent = torch.frexp(x.abs().max())
+    halvings = (exponent - (mantissa == 0.5).int()).clamp(min=0)
+    return x / 2.0**halvings
+
+
+def near_powers():  # a max just above 2**20, where a float32 log2 rounds to 20
+    return (torch.tensor([2.0**20 + 0.125, 1.0, -3.0], device=device),)
+
+
+def powers():  # a max of exactly 2**20
+    return (torch.tensor([2.0**20, 1.0, -3.0], device=device),)
 
 
 add("while_on_tensor", "while on a tensor's value", while_on_tensor,
-    "compute the loop count as a tensor", while_on_tensor_fixed, "rewrite",
-    probes=(*BRANCHES, with_nan))
+    "compute the loop count as a tensor, exactly (torch.frexp)",
+    while_on_tensor_fixed, "rewrite", probes=(*BRANCHES, with_nan, near_powers, powers))
 
 
 def raise_on_tensor(x):
@@ -370,11 +422,12 @@ def item(x):
 
 
 def item_fixed(x):
-    return x / x.abs().max()  # stays a tensor
+    # Stays a tensor; detached, as .item() is: no gradient through the max.
+    return x / x.abs().max().detach()
 
 
-add("item", "Tensor.item() as a divisor", item, "keep it a tensor", item_fixed,
-    "rewrite")
+add("item", "Tensor.item() as a divisor", item, "keep it a tensor, detached",
+    item_fixed, "rewrite", probes=(grad3,))
 
 
 def item_captured(x):
@@ -427,15 +480,18 @@ def tolist_fixed(x):
 
 
 add("tolist", "Tensor.tolist() in a comprehension", tolist, "a tensor op",
-    tolist_fixed, "rewrite")
+    tolist_fixed, "rewrite", probes=(grad3,),
+    changes="The result keeps x's gradient, device and dtype, where torch.tensor() of "
+            "the list made a new float32 CPU tensor without one.")
 
 
 def max_of_tolist(x):
     return x * max(x.tolist())
 
 
-add("max_of_tolist", "max() of Tensor.tolist()", max_of_tolist, "Tensor.max()",
-    lambda x: x * x.max(), "rewrite")
+add("max_of_tolist", "max() of Tensor.tolist()", max_of_tolist,
+    "Tensor.max(), detached as a Python number is",
+    lambda x: x * x.max().detach(), "rewrite", probes=(grad3,))
 
 
 def sorted_by_tensor(x):
@@ -1176,8 +1232,15 @@ def data_assign(x):
     return y
 
 
+def data_after(fn, x):  # the hint: the .data swap, out of the compiled code
+    y = fn(x)
+    y.data = torch.zeros_like(x)
+    return y
+
+
 add("data_assign", "y.data = ... (swapping a tensor's data)", data_assign,
-    "make the new tensor", torch.zeros_like, "rewrite")
+    "swap .data after the call (the hint)", lambda x: x.clone(), "move_out",
+    around=data_after, probes=(grad3,))
 
 
 def recursion_limit(x):
@@ -1401,18 +1464,13 @@ def calls_disabled(x):
     return disabled_double(x) + 1
 
 
-@torch.library.custom_op("atlas::double", mutates_args=())
-def double_op(x: torch.Tensor) -> torch.Tensor:
-    return x * 2  # opaque to Dynamo, like the disabled function, but one node
-
-
-@double_op.register_fake
-def _(x):
-    return torch.empty_like(x)
+def enabled_double(x):  # the same function, without the decorator
+    return x * 2
 
 
 add("compiler_disable", "a torch.compiler.disable'd call", calls_disabled,
-    "a custom_op", lambda x: double_op(x) + 1, "custom_op")
+    "remove torch.compiler.disable (the hint)", lambda x: enabled_double(x) + 1,
+    "rewrite", probes=(grad3,))
 
 
 def explicit_break(x):
@@ -1544,7 +1602,8 @@ def resize_inside(x):
 
 add("resize_inside", "Tensor.resize_()", resize_inside, "torch.cat a new tensor",
     lambda x: torch.cat([x, x.new_zeros(3)]), "rewrite",
-    changes="resize_ leaves the new elements uninitialised; the fix sets them to 0.")
+    changes="resize_ leaves the new elements as the memory held them (zeros or not, "
+            "by chance); the fix sets them to 0.")
 
 
 def apply_inside(x):
@@ -1553,7 +1612,9 @@ def apply_inside(x):
 
 
 add("apply_inside", "Tensor.apply_(python function)", apply_inside,
-    "a vectorised op", double, "rewrite")
+    "a vectorised op", double, "rewrite", probes=(grad3,),
+    changes="Where x needs a gradient, the original raises (apply_ refuses one) and "
+            "the fix computes it.")
 
 
 def to_sparse(x):
@@ -1639,11 +1700,12 @@ def nested(x):
 
 
 def padded(x):  # what to_padded_tensor returns: each row padded with 0 to the longest
+    x = x.detach()  # nested_tensor copies its rows without their gradient
     return torch.stack([x, torch.nn.functional.pad(x[:2], (0, 1))])
 
 
 add("nested_tensor", "torch.nested.nested_tensor (strided layout)", nested,
-    "pad the rows and stack them", padded, "rewrite")
+    "pad the rows and stack them", padded, "rewrite", probes=(grad3,))
 
 
 def one_hot(labels):
@@ -1743,9 +1805,9 @@ def random_ints(x):
     return x + torch.empty_like(x).random_(10)
 
 
-add("random_", "Tensor.random_()", random_ints, "torch.randint",
-    lambda x: x + torch.randint(0, 10, x.shape, device=x.device, dtype=x.dtype),
-    "rewrite")
+add("random_", "Tensor.random_()", random_ints,
+    "torch.randint_like (the hint: the out-of-place op; x's layout, the same draws)",
+    lambda x: x + torch.randint_like(x, 10), "rewrite", probes=(transposed,))
 draws = torch.Generator(device=device)
 
 
@@ -1794,9 +1856,17 @@ def hook_without_handle(x):
     return y * 3
 
 
+def _forget_handle():
+    global HANDLE
+    HANDLE = None
+
+
 add("hook_handle_global", "a tensor hook's handle kept in a global",
     hook_handle_global, "keep no handle: a hook on an intermediate goes with it",
-    hook_without_handle, "rewrite", inputs=grad3)
+    hook_without_handle, "rewrite", inputs=grad3,
+    changes="No handle is kept, so the hook cannot be removed before the backward "
+            "runs it.",
+    state=State(_forget_handle, lambda: HANDLE is not None))
 hooked_layer = torch.nn.Linear(3, 3).to(device)
 
 
@@ -1860,7 +1930,7 @@ def checkpoint_pure(x):
 
 add("checkpoint_side_effect", "a side effect inside torch.utils.checkpoint",
     checkpoint_side_effect, "move the side effect out of the checkpointed function",
-    checkpoint_pure, "rewrite",
+    checkpoint_pure, "rewrite", inputs=grad3,
     changes="With a backward, eager checkpointing runs the side effect again; the "
             "fix runs it once a call.",
     state=State(checkpointed.clear, lambda: len(checkpointed)))
@@ -1871,14 +1941,19 @@ def check_message(x):
     return x * 2
 
 
-def check_message_fixed(x):
-    torch._check(x.shape[0] == 3, lambda: "x must have 3 rows")  # names no value
-    return x * 2
+def check_message_first(fn, x):  # the check, with its message, before the call
+    torch._check(x.shape[0] == 3, lambda: f"bad shape {x.shape}")
+    return fn(x)
+
+
+def four_rows():
+    return (torch.randn(4, device=device),)
 
 
 add("torch_check_message", "torch._check with a message naming a tensor",
-    check_message, "a message that names no value (2.11 breaks on one that does)",
-    check_message_fixed, "rewrite")
+    check_message, "check before the call, its message and all (the hint's message "
+    "naming no value changes the exception compiled: below)", double, "move_out",
+    around=check_message_first, probes=(four_rows,))
 
 
 # User classes, sets, sorting, context managers (more).
@@ -1957,23 +2032,29 @@ def class_assign(x):
 
 add("class_assign", "obj.__class__ = Other", class_assign, "make an Other",
     lambda x: x * Tagged().tag, "rewrite")
-skip_weights = {layer.weight}  # a set of tensors
+decayed = torch.nn.Linear(3, 3).to(device)
+skip_weights = {decayed.weight}  # a set of tensors
 
 
 def set_of_parameters(x):
-    return x * 2 if layer.weight in skip_weights else x
+    return x * 2 if decayed.weight in skip_weights else x
 
 
-skip_names = {"weight"}  # the fix: a set of names
+skip_by_tensor = {decayed.weight: True}  # the hint: a dict keyed by the tensors
 
 
-def set_of_names(x):
-    return x * 2 if "weight" in skip_names else x
+def dict_of_parameters(x):
+    return x * 2 if decayed.weight in skip_by_tensor else x
+
+
+def weight_replaced():  # a new Parameter in its place: in neither any more
+    decayed.weight = torch.nn.Parameter(decayed.weight.detach().clone())
+    return x3()
 
 
 add("set_of_parameters", "a global set of parameters", set_of_parameters,
-    "a set of their names (or a dict keyed by tensor, the hint)", set_of_names,
-    "rewrite")
+    "a dict keyed by the tensors (the hint)", dict_of_parameters, "rewrite",
+    probes=(weight_replaced,))
 
 
 def sorted_values(x):
@@ -1984,8 +2065,15 @@ def sorted_values_fixed(x):
     return list(torch.stack([x.sum(), x.max(), x.min()]).sort().values.unbind())
 
 
+def infinities():  # a sum of inf and -inf: NaN
+    return (torch.tensor([float("inf"), float("-inf"), 1.0], device=device),)
+
+
 add("sorted_tensors", "sorted() of 0-d tensors", sorted_values,
-    "torch.sort on them stacked", sorted_values_fixed, "rewrite")
+    "torch.sort on them stacked", sorted_values_fixed, "rewrite",
+    probes=(grad3, with_nan, infinities),
+    changes="torch.sort puts a NaN last; sorted() leaves it where comparisons that "
+            "are all False put it.")
 sink = io.StringIO()
 
 
@@ -2012,8 +2100,17 @@ def out_empty(x):
     return out
 
 
+def out_sized(x):
+    out = torch.empty(x.shape, device=x.device)  # out= at the result's shape
+    torch.mul(x, 2, out=out)
+    return out
+
+
 add("out_resized", "out= a tensor of another shape (resized)", out_empty,
-    "let the op allocate its result", double, "rewrite")
+    "make out= the result's shape (its dtype kept)", out_sized, "rewrite",
+    probes=(doubles, grad3),
+    changes="Where x needs a gradient, out= raises in both, but compiled as a "
+            "TorchRuntimeError.")
 
 
 def out_transposed(x):
@@ -2028,7 +2125,9 @@ def out_copied(x):
 
 
 add("out_non_contiguous", "out= a non-contiguous tensor", out_transposed,
-    "compute, then copy_ into it", out_copied, "rewrite")
+    "compute, then copy_ into it", out_copied, "rewrite", probes=(doubles, grad3),
+    changes="Where x needs a gradient, the original raises (out= has no autograd) "
+            "and the fix computes it.")
 
 
 def alias_check(x, y):
@@ -2160,3 +2259,69 @@ for name in ("item", "nonzero", "if_on_tensor"):
         outcome_name = type(error).__name__
     fullgraph[name] = outcome_name
 results["fullgraph"] = fullgraph
+
+# torch._check's own hint, a message that names no value, compiled: a size seen once,
+# then a new one (made a symbol by automatic dynamic shapes) that fails the check.
+# Run eagerly, the check raises RuntimeError.
+
+
+def check_constant_message(x):
+    torch._check(x.shape[0] == 3, lambda: "x must have 3 rows")
+    return x * 2
+
+
+torch._dynamo.reset()
+hinted = torch.compile(check_constant_message, backend="eager")
+hinted(*x3())
+try:
+    hinted(*four_rows())
+    hint_raised = None
+except Exception as error:  # the type the caller would catch
+    hint_raised = type(error).__name__
+results["check_hint_raises"] = hint_raised
+
+# The probe, tried on fixes an earlier version of this atlas shipped and a hostile
+# read found changing the program: each must be caught (a part that differs).
+
+
+@torch.library.custom_op("atlas::double", mutates_args=())
+def double_op(x: torch.Tensor) -> torch.Tensor:  # no autograd formula registered
+    return x * 2
+
+
+@double_op.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def log2_halvings(x):  # ceil(log2(max)) in float32: one short just above 2**20
+    halvings = torch.ceil(torch.log2(x.abs().max())).clamp(min=0).nan_to_num(0)
+    return x / 2**halvings
+
+
+def nested_padded(x):  # the rows padded and stacked, keeping their gradient
+    return torch.stack([x, torch.nn.functional.pad(x[:2], (0, 1))])
+
+
+earlier_fixes = {
+    "item": lambda x: x / x.abs().max(),
+    "max_of_tolist": lambda x: x * x.max(),
+    "while_on_tensor": log2_halvings,
+    "nested_tensor": nested_padded,
+    "random_": lambda x: x + torch.randint(0, 10, x.shape, device=x.device,
+                                           dtype=x.dtype),
+    "torch_check_message": check_constant_message,
+    "set_of_parameters": lambda x: x * 2 if "weight" in {"weight"} else x,
+    "compiler_disable": lambda x: double_op(x) + 1,
+    "data_assign": torch.zeros_like,
+}
+caught = {}
+with quiet_output, quiet_log, warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    for name, earlier in earlier_fixes.items():
+        c = cases[name]
+        caught[name] = computes_the_same(c["broken"], earlier, {}, None, c["probes"],
+                                         c["state"])
+results["caught"] = caught
+results["earlier_fixes"] = len(caught)
+results["earlier_caught"] = sum(bool(parts) for parts in caught.values())

@@ -7,7 +7,10 @@ from facts import check
 
 KEYS = {"what", "id", "message", "before", "skipped", "crashed", "fix", "fix_kind", "after", "same", "differs",
         "changes", "probes"}
-PARTS = {"out", "raised", "grads", "printed", "logged", "warned", "state"}
+# What the probe compares: outputs (with strides and device), the exception (type and message), the inputs'
+# gradients and the modules' parameters' gradients, printed, logged and warned text, the inputs as the call left
+# them, the random generators' states and module-level state.
+PARTS = {"out", "raised", "grads", "params", "printed", "logged", "warned", "inputs", "rng", "state"}
 SKIPPED = "Failed to handle graph break gracefully"
 # Breaks every release prints with the same registry id.
 EVERYWHERE = {"if_on_tensor": "GB0170", "while_on_tensor": "GB0170", "item": "GB0124", "tolist": "GB0109",
@@ -20,9 +23,14 @@ EVERYWHERE = {"if_on_tensor": "GB0170", "while_on_tensor": "GB0170", "item": "GB
 ONCE_WRONG = ("manual_seed", "requires_grad_inside", "parameter_inside", "module_backward_hook",
               "untyped_storage", "raise_on_tensor", "random_random", "os_getpid", "logger_outside",
               "forward_hook_print")
+# Fixes a hostile read found changing the program, now equal on the probe that showed it (a gradient, a
+# non-contiguous input, a replaced parameter, a failing check, a max just above a power of 2).
+MADE_EQUAL = ("nested_tensor", "random_", "torch_check_message", "set_of_parameters", "item", "max_of_tolist",
+              "while_on_tensor", "compiler_disable", "data_assign")
 # Fixes that must change what the program does, each saying how in one sentence.
 CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_print_reordered", "resize_inside",
-           "checkpoint_side_effect"}
+           "checkpoint_side_effect", "tolist", "apply_inside", "hook_handle_global", "sorted_tensors",
+           "out_resized", "out_non_contiguous"}
 
 
 @check("graph_mode/break_atlas.py")
@@ -51,11 +59,20 @@ def _(record):
         # Normalised: no paths, addresses or line numbers.
         assert not re.search(r"0x[0-9a-fA-F]|/work/|site-packages|<venv>|line \d|\.py:\d", message), name
     assert {name for name, entry in atlas.items() if entry["changes"]} == CHANGES
+    for name in CHANGES - {"resize_inside"}:  # each change is seen by the probe: the record shows it
+        assert not atlas[name]["same"], name  # (resize_'s new memory may hold zeros, as the fix writes)
     assert results["changed"] == sorted(CHANGES)
     assert results["skipped"] == sorted(name for name, entry in atlas.items() if entry["skipped"])
     assert results["same"] == sum(entry["same"] for entry in atlas.values())
-    for name in ONCE_WRONG:
+    for name in ONCE_WRONG + MADE_EQUAL:
         assert atlas[name]["same"] and not atlas[name]["changes"], name
+    for name in MADE_EQUAL:  # proven on the probe that showed the change, beside the first input
+        assert atlas[name]["probes"] >= 2, name
+    # The probe sees what those fixes changed: each earlier fix, run through it, differs in some part.
+    assert set(results["caught"]) == set(MADE_EQUAL), sorted(results["caught"])
+    for name, parts in results["caught"].items():
+        assert parts and set(parts) <= PARTS, (name, parts)
+    assert results["earlier_caught"] == results["earlier_fixes"] == len(MADE_EQUAL)
     # Proven on more than one input where the value decides: both branches, a raise, a view.
     for name in ("if_on_tensor", "while_on_tensor", "raise_on_tensor", "bool_of_tensor", "clamp_if",
                  "nan_to_num_if", "untyped_storage"):
@@ -85,4 +102,8 @@ def _(record):
     # The page: one id, GB0007, for skipped calls of unrelated kinds.
     assert {atlas[name]["id"] for name in ("warnings_warn", "zlib_crc32", "os_getpid", "manual_seed")} == {"GB0007"}
     # The page: fullgraph=True captures .item() and nonzero(); a branch on a value still raises.
+    # The page: torch._check's hint (a message naming no value), compiled, raised other than the eager check's
+    # RuntimeError once the size was a symbol, so the atlas checks before the call.
+    if record.made_with((2, 15)):
+        assert results["check_hint_raises"] == "TorchRuntimeError", results["check_hint_raises"]
     assert results["fullgraph"] == {"item": "compiled", "nonzero": "compiled", "if_on_tensor": "Unsupported"}
