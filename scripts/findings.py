@@ -534,8 +534,8 @@ def model_chart(points: list[Residual], colors: dict, style: dict, narrow: bool 
 
     plt = plots.pyplot()
     with plt.rc_context(style):
-        side = plots.NARROW_PT / 72 if narrow else 4.6
-        fig, ax = plt.subplots(figsize=(side, side * 0.95))
+        side = plots.NARROW_PT / 72 if narrow else 4.2
+        fig, ax = plt.subplots(figsize=(side, side * 0.9))
         values = [v for p in points for v in (p.predicted, p.measured.low, p.measured.high)]
         low, high = min(values + [1]) / 1.3, max(values + [1.5]) * 1.3
         line = [low, high]

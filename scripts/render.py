@@ -682,6 +682,16 @@ def render_findings(d: Directive, page: Page) -> str:
                    if model_intro else "")
 
 
+def blocks_said(g: findings.Measured) -> str:
+    """How a GPU comparison's sides were timed, as far as its times tell (measures.blocks_per_process)."""
+    if g.method:
+        return g.method.removeprefix("both sides ")
+    counts = [c for side in g.blocks for c in side]
+    if counts and all(c is not None and c > 1 for c in counts):
+        return "timed in blocks of many calls"
+    return "timed in blocks of many calls where its times tell (no block of one call)"
+
+
 def render_model_figure(found: list, page: Page) -> str:
     """The model against measurement (md:findings part=model): each GPU comparison the model predicts, measured
     gain against the model's, numbered; what each number is; a sentence for each that lies beyond
@@ -715,8 +725,7 @@ def render_model_figure(found: list, page: Page) -> str:
                      "before it, which the model does not count.")
         twins = [q for q in points if q is not p and q.finding.gpu.predicted.model.us == g.predicted.model.us]
         for q in twins:
-            text += (f" Point {q.number} is the same workload in another record, timed "
-                     f"{q.measured.method.removeprefix('both sides ') or 'in blocks of many calls'}: "
+            text += (f" Point {q.number} is the same workload in another record, {blocks_said(q.measured)}: "
                      f"{max(q.factor, 1 / q.factor):.2f}× {'short of' if q.factor < 1 else 'beyond'} the model.")
         sentences.append(f"- {text}")
     outside = (f"**Beyond {findings.RESIDUAL}× of the model**, in the records' own numbers:\n\n" + "\n".join(sentences)
@@ -729,10 +738,13 @@ def render_model_figure(found: list, page: Page) -> str:
                     "cost" if g.predicted is not None
                else "no model of its workload at the size the GPU ran")
         reasons.append(f"- [{f.what}]({page.md_link(f.page)}) ({g.words} on the {g.hardware}): {why}.")
-    left_text = (f"Left out of the figure, {len(left)} GPU comparisons:\n\n" + "\n".join(reasons)) if left else ""
+    summary = f"Left out of the figure: {len(left)} GPU comparisons, and why"
     if page.target == NOTEBOOK:
         link = page.attach("model.svg", "image/svg+xml", drawings[False]["light"].read_bytes())
+        left_text = f"{summary}:\n\n" + "\n".join(reasons) if left else ""
         return f"![{alt}]({link})\n\n{listed}\n\n{outside}\n\n{left_text}\n"
+    left_text = (f'<details class="abstract" markdown="1">\n<summary>{summary}</summary>\n\n' + "\n".join(reasons)
+                 + "\n\n</details>\n") if left else ""
     page.figures += 1
     images = wide_and_narrow(page, drawings, alt)
     caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each GPU comparison that the model '
