@@ -32,6 +32,7 @@ HELD = {
     "dissecting/distributed.md": {
         "two processes": "fact: the snippet's setting (world_size=2, nprocs=2), not a count it measures",
         "two graphs": "fact: a quiz's arithmetic, the bucket rule applied to bucket_cap_mb=4",
+        "five blocks": "facts/dissecting/distributed.py",  # DDP's buckets add up to five layers' bytes
     },
     "dissecting/control-flow.md": {
         "two graphs": "facts/dissecting/control_flow.py",
