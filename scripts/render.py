@@ -704,13 +704,18 @@ def render_model_figure(found: list, page: Page) -> str:
                                                                           narrow=narrow))
     alt = findings.describe_model(points)
 
+    made = sorted({(p.measured.hardware, p.measured.release) for p in points})
+    one = len(made) == 1  # one GPU and release: said once, above the list
+
     def said(p) -> str:
         g, f = p.measured, p.finding
         where = f"[{f.what}]({page.md_link(f.page)})"
-        stale = ", from a stale record (its snippet changed since)" if g.stale else ""
-        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f} over {g.processes} processes) on the "
-                f"{g.hardware}, torch {g.release}{stale}; the model, {g.predicted.how}: {p.predicted:.2f}×")
+        on = "" if one else f" on the {g.hardware}, torch {g.release}"
+        stale = ", record stale" if g.stale else ""
+        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}, {g.processes} processes{stale}){on}; "
+                f"model ({g.predicted.how}) {p.predicted:.2f}×")
 
+    where = f" Measured on the {made[0][0]} with torch {made[0][1]}." if one else ""
     listed = "\n".join(f"{p.number}. {said(p)}." for p in points)
     sentences = []
     for p in points:
@@ -718,18 +723,18 @@ def render_model_figure(found: list, page: Page) -> str:
             continue
         g = p.measured
         way = "short of" if p.factor < 1 else "beyond"
-        text = (f"Point {p.number} lies {max(p.factor, 1 / p.factor):.2f}× {way} the model's gain at the roof.")
+        text = (f"**Beyond {findings.RESIDUAL}×:** point {p.number} lies {max(p.factor, 1 / p.factor):.2f}× {way} "
+                f"the model.")
         if g.method:
-            text += (f" Its record's sides were {g.method.removeprefix('both sides ')}: on a GPU the timer "
-                     "synchronizes after every block, so a call timed alone also pays its launch and the host's work "
-                     "before it, which the model does not count.")
+            text += (f" Its sides were {g.method.removeprefix('both sides ')}, and a GPU's timer synchronizes after "
+                     "each block: a call timed alone also pays its launch and the host's work, which the model leaves "
+                     "out.")
         twins = [q for q in points if q is not p and q.finding.gpu.predicted.model.us == g.predicted.model.us]
-        for q in twins:
-            text += (f" Point {q.number} is the same workload in another record, {blocks_said(q.measured)}: "
-                     f"{max(q.factor, 1 / q.factor):.2f}× {'short of' if q.factor < 1 else 'beyond'} the model.")
+        text += "".join(f" Point {q.number}, the same workload {blocks_said(q.measured)}, lies "
+                        f"{max(q.factor, 1 / q.factor):.2f}× {'short of' if q.factor < 1 else 'beyond'} it."
+                        for q in twins)
         sentences.append(f"- {text}")
-    outside = (f"**Beyond {findings.RESIDUAL}× of the model**, in the records' own numbers:\n\n" + "\n".join(sentences)
-               if sentences else f"Every point lies within {findings.RESIDUAL}× of the model.")
+    outside = ("\n".join(sentences) if sentences else f"Every point lies within {findings.RESIDUAL}× of the model.")
     reasons = []
     for f in left:
         g = f.gpu
@@ -742,15 +747,15 @@ def render_model_figure(found: list, page: Page) -> str:
     if page.target == NOTEBOOK:
         link = page.attach("model.svg", "image/svg+xml", drawings[False]["light"].read_bytes())
         left_text = f"{summary}:\n\n" + "\n".join(reasons) if left else ""
-        return f"![{alt}]({link})\n\n{listed}\n\n{outside}\n\n{left_text}\n"
+        return f"![{alt}]({link})\n\n{where.strip()}\n\n{listed}\n\n{outside}\n\n{left_text}\n"
     left_text = (f'<details class="abstract" markdown="1">\n<summary>{summary}</summary>\n\n' + "\n".join(reasons)
                  + "\n\n</details>\n") if left else ""
     page.figures += 1
     images = wide_and_narrow(page, drawings, alt)
-    caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Each GPU comparison that the model '
-               f"predicts: the gain measured (a dot; its range over the fresh processes, a line) against the model's "
-               f"gain at the roof for the same workload, size and dtype, from published specifications, on log axes. "
-               f"On the diagonal the model is right; the shaded band is within {findings.RESIDUAL}× of it.</p>")
+    caption = (f'<p class="mlc-caption"><strong>Figure {page.figures}.</strong> Measured gain (a dot; a line, its '
+               f"range over the fresh processes) against the model's gain at the roof (from published "
+               f"specifications), log axes: on the diagonal the model is right; the band is within "
+               f"{findings.RESIDUAL}× of it.{where}</p>")
     return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
             f"{listed}\n\n{outside}\n\n{left_text}\n")
 
