@@ -10,10 +10,11 @@
 - `sync_us` (CUDA only): `torch.cuda.synchronize()` with nothing queued.
 
 Each is the median over blocks of calls (torch.utils.benchmark, which synchronises a GPU around each block), in
-a process of its own with empty compiler caches, so the recorder's process loads neither torch's compiler nor
-a GPU context. The figures describe the host beside the records, taken on one thread when the recorder
-started (`measured_at`; a regeneration within the hour after another on the same Python reuses its figures,
-kept in .cache/probe/), not a record. Needs only torch: the GPU box runs it.
+a process of its own, so the recorder's process loads neither torch's compiler nor a GPU context. The figures
+describe the host beside the records, taken on one thread when the recorder started (`measured_at`), not a
+record: a busy machine gives busy figures, as it gives busy records. The tiny kernel's compiled code is kept
+in .cache/probe/ (per Python), so a later probe measures again without compiling again. Needs only torch:
+the GPU box runs it.
 
     python -m scripts.probe --device cpu
 """
@@ -28,13 +29,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
+from scripts import run_env
+
 LIMIT_S = 300  # a hang, not load: the probe takes seconds (one tiny compile)
-KEPT_S = 3600  # how long a probe's figures stand for the machine (.cache/probe/)
-KEPT = Path(__file__).resolve().parent.parent / ".cache" / "probe"
+KEPT = Path(__file__).resolve().parent.parent / ".cache" / "probe"  # the compiled code, not the figures
 
 
 def measure(device: str) -> dict:
@@ -61,38 +61,21 @@ def measure(device: str) -> dict:
 
 @functools.cache
 def run(device: str) -> dict:
-    """The probe's figures for this machine and Python: kept ones under an hour old, else measured (`fresh`)."""
-    kept = KEPT / f"{device}-{hashlib.sha256(sys.executable.encode()).hexdigest()[:12]}.json"
-    if kept.is_file() and time.time() - kept.stat().st_mtime < KEPT_S:
-        try:
-            return json.loads(kept.read_text())
-        except ValueError:
-            pass
-    found = fresh(device)
-    if "error" not in found:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        temporary = kept.with_suffix(f".{os.getpid()}.new")
-        temporary.write_text(json.dumps(found))
-        temporary.replace(kept)
-    return found
-
-
-def fresh(device: str) -> dict:
-    """The probe in a fresh process with compiler caches of its own; {"error": ...} where it fails, so a record
-    is still made (the probe describes the machine, the snippet's run does not depend on it)."""
+    """The probe in a process of its own, once per process; {"error": ...} where it fails, so a record is still
+    made (the probe describes the machine, the snippet's run does not depend on it)."""
+    if os.environ.get(run_env.NO_PROBE):
+        return {"skipped": f"{run_env.NO_PROBE} is set"}
     measured_at = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
-    with tempfile.TemporaryDirectory(prefix="probe-") as caches:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"),
-                   TRITON_CACHE_DIR=os.path.join(caches, "triton"))
-        env.pop("TRITON_INTERPRET", None)  # x + 1 compiles to C++ on a CPU, to Triton on a GPU
-        if device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        try:
-            done = subprocess.run([sys.executable, "-m", "scripts.probe", "--device", device], env=env,
-                                  cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                  capture_output=True, text=True, timeout=LIMIT_S)
-        except subprocess.TimeoutExpired:
-            return {"error": f"the probe took more than {LIMIT_S} s"}
+    caches = KEPT / f"{device}-{hashlib.sha256(sys.executable.encode()).hexdigest()[:12]}"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), TRITON_CACHE_DIR=str(caches / "triton"))
+    env.pop("TRITON_INTERPRET", None)  # x + 1 compiles to C++ on a CPU, to Triton on a GPU
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    try:
+        done = subprocess.run([sys.executable, "-m", "scripts.probe", "--device", device], env=env,
+                              cwd=KEPT.parent.parent, capture_output=True, text=True, timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"the probe took more than {LIMIT_S} s"}
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": f"the probe failed: {last[:300]}"}

@@ -76,6 +76,10 @@ def interpreted(env) -> bool:
     return env.get("TRITON_INTERPRET") == "1" or env.get("CUDA_VISIBLE_DEVICES") == ""
 
 
+# Set, the recorder skips the machine probe (scripts/probe.py): the test suite sets it for its scratch records.
+NO_PROBE = "MLC_NO_PROBE"
+
+
 def keying(env) -> dict[str, str]:
     """The settings in env that change what a run does."""
     return {name: value for name, value in env.items() if name.startswith(KEYS_A_RUN)}

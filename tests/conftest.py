@@ -25,6 +25,9 @@ os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))
 
 # JAX would take 75% of a GPU's memory at import, leaving too little for the torch snippets run after it.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# The recorder's scratch records made by the tests skip the machine probe (scripts/probe.py: a tiny compile per
+# regeneration); tests/test_probe.py runs it, and a record made with it, without this.
+os.environ.setdefault(run_env.NO_PROBE, "1")
 
 # Without a GPU, Triton kernels run in Triton's interpreter; it must be chosen before triton is imported.
 # scripts/run_env.py decides it for the suite as for the recorder and the notebooks.

@@ -4,44 +4,47 @@ manifest it writes. Its figures are a description of the host, so nothing here j
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 
-from scripts import probe, records
+import pytest
+
+from scripts import probe, records, run_env
 
 ROOT = records.ROOT
 
 
+@pytest.fixture(autouse=True)
+def probing(monkeypatch):
+    """The probe runs here (the suite skips it for its other scratch records: tests/conftest.py)."""
+    monkeypatch.delenv(run_env.NO_PROBE, raising=False)
+
+
+def test_the_skip_the_suite_sets_is_said_in_the_manifest(monkeypatch):
+    monkeypatch.setenv(run_env.NO_PROBE, "1")
+    probe.run.cache_clear()
+    try:
+        assert probe.run("cpu") == {"skipped": f"{run_env.NO_PROBE} is set"}
+    finally:
+        probe.run.cache_clear()
+
+
 def test_the_probe_measures_an_eager_op_and_a_compiled_call_in_a_process_of_its_own():
-    # Measured here (kept for the hour), so the recorder's run below reuses it: one tiny compile for the file.
+    probe.run.cache_clear()
     found = probe.run("cpu")
     assert set(found) == {"op_us", "compiled_us", "threads", "measured_at"}, found
     assert found["op_us"] > 0 and found["compiled_us"] > 0 and found["threads"] == 1
+    # The tiny kernel's compiled code is kept, so the next probe (the recorder's below) measures without compiling.
+    assert any((probe.KEPT).glob("cpu-*/inductor/*")), list(probe.KEPT.glob("*"))
 
 
 def test_a_probe_that_fails_says_why_and_a_record_is_still_made():
-    found = probe.fresh("cuda")  # this machine has no GPU for it
-    assert set(found) == {"error"} and found["error"].startswith("the probe failed: "), found
-
-
-def test_kept_figures_under_an_hour_old_stand_and_older_ones_are_measured_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(probe, "KEPT", tmp_path)
-    measured = []
-    monkeypatch.setattr(probe, "fresh", lambda device: measured.append(device) or {"op_us": 1.0})
     probe.run.cache_clear()
     try:
-        assert probe.run("cpu") == {"op_us": 1.0} and measured == ["cpu"]
-        probe.run.cache_clear()
-        assert probe.run("cpu") == {"op_us": 1.0} and measured == ["cpu"]  # kept, not measured
-        kept = next(tmp_path.glob("cpu-*.json"))
-        os.utime(kept, (time.time() - probe.KEPT_S - 1,) * 2)
-        probe.run.cache_clear()
-        probe.run("cpu")
-        assert measured == ["cpu", "cpu"]
+        found = probe.run("cuda")  # this machine has no GPU for it
     finally:
         probe.run.cache_clear()
+    assert set(found) == {"error"} and found["error"].startswith("the probe failed: "), found
 
 
 def test_every_record_the_recorder_makes_carries_the_probe(tmp_path):
