@@ -399,8 +399,8 @@ def hollow(marker: str, color: str, label: str):
 
 def legend_above(fig, ax, handles: list, narrow: bool) -> str:
     """The legend above the plot (one column on a phone), and the figure as the site's SVG."""
-    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1 if narrow else len(handles),
-              frameon=False)
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              ncol=1 if narrow else min(len(handles), 3), frameon=False)
     return plots.svg(fig, narrow)
 
 
@@ -426,9 +426,13 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
         ax.axvline(1, color=colors["fg"], linewidth=1)
         for y, row in enumerate(rows):
             if row.on_cpu:
-                color = colors["series"][0] if row.ratio >= 1 else colors["series"][1]
+                # Coloured by the row's verdict, not by which side of 1 the dot is: inside the band it is "about
+                # the same", whichever way it leans.
+                verdict = measures.direction(row.words)
+                color = {1: colors["series"][0], -1: colors["series"][1]}.get(verdict, colors["muted"])
                 ax.plot([row.low, row.high], [y + 0.12, y + 0.12], color=color, linewidth=2, solid_capstyle="butt")
-                ax.plot([row.ratio], [y + 0.12], marker="o", markersize=6, color=color)
+                ax.plot([row.ratio], [y + 0.12], marker="o", markersize=6, color=color,
+                        markerfacecolor=color if verdict else colors["bg"])  # hollow: about the same
             if row.gpu is not None:
                 g = row.gpu
                 ax.plot([g.low, g.high], [y - 0.12, y - 0.12], color=gpu_color, linewidth=1.5, solid_capstyle="butt")
@@ -459,7 +463,10 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
         ax.grid(axis="x")
         ax.tick_params(axis="y", length=0)
         gpus = sorted({r.gpu.hardware for r in rows if r.gpu})
-        handles = [Line2D([], [], marker="o", color=colors["series"][0], linestyle="", label="CPU")]
+        handles = [Line2D([], [], marker="o", color=colors["series"][0], linestyle="", label="CPU, faster"),
+                   Line2D([], [], marker="o", color=colors["muted"], markerfacecolor=colors["bg"], linestyle="",
+                          label="about the same"),
+                   Line2D([], [], marker="o", color=colors["series"][1], linestyle="", label="slower")]
         if gpus:
             handles.append(Line2D([], [], marker="D", color=gpu_color, linestyle="",
                                   label=f"GPU ({', '.join(gpus)})"))
