@@ -558,7 +558,10 @@ def draw_roofline(record: Record, options: dict, colors: dict):
 
 def trace_lanes(trace_path: Path) -> tuple[str, list, list, float]:
     """(title, CPU bars, GPU bars, span) of one Chrome trace; bars are (start µs, length µs, label)."""
-    events = [e for e in json.loads(trace_path.read_text()).get("traceEvents", []) if e.get("ph") == "X"]
+    every = [e for e in json.loads(trace_path.read_text()).get("traceEvents", []) if e.get("ph") == "X"]
+    # A trace may keep events without their times (ts and dur 0: the H200's eager traces did). They set no
+    # origin and draw no bar; a GPU lane of nothing else is kept, at 0, so its row can say "no times".
+    events = [e for e in every if e.get("ts") or e.get("dur")]
     annotations = [e for e in events if e.get("cat") == "user_annotation"]
     t0 = min((e["ts"] for e in annotations), default=min((e["ts"] for e in events), default=0))
     cpu_ops = sorted((e for e in events if e.get("cat") in ("cpu_op", "cuda_runtime")), key=lambda e: e["ts"])
@@ -567,12 +570,15 @@ def trace_lanes(trace_path: Path) -> tuple[str, list, list, float]:
         if e["ts"] >= end:
             top.append(e)
             end = e["ts"] + e.get("dur", 0)
-    gpu = sorted((e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")), key=lambda e: e["ts"])
+    on_gpu = ("kernel", "gpu_memcpy", "gpu_memset")
+    gpu = sorted((e for e in events if e.get("cat") in on_gpu), key=lambda e: e["ts"])
+    untimed = [e for e in every if e.get("cat") in on_gpu and e not in events]
 
     def bars(items):
-        return [(e["ts"] - t0, e.get("dur", 0), short_name(e["name"])) for e in items]
+        return [(max(e["ts"] - t0, 0), e.get("dur", 0), short_name(e["name"])) for e in items]
 
-    cpu_bars, gpu_bars = bars(top), bars(gpu)
+    cpu_bars = bars(top)
+    gpu_bars = bars(gpu) or [(0.0, 0.0, short_name(e["name"])) for e in untimed]
     span = max((s + d for s, d, _ in cpu_bars + gpu_bars), default=1.0)
     title = trace_path.name.removesuffix(".trace.json").split(".")[-1].replace("_", " ")
     return title, cpu_bars, gpu_bars, span
@@ -603,6 +609,10 @@ def draw_timeline(record: Record, options: dict, colors: dict):
     names = []
     for row, (title, side, bars) in enumerate(reversed(rows)):
         lane = 0 if side == "CPU" else 1
+        if bars and not any(b[1] for b in bars):  # kept without times: said in the row, no bar drawn at 0
+            ax.text(span * 0.01 * factor, row, f"{len(bars)} kernels, kept without their times", va="center",
+                    fontsize=10, color=colors["muted"])
+            bars = []
         for i, (start, length, label) in enumerate(bars):
             # Neighbouring calls alternate in shade and are parted by a gap, so six ops read as six.
             color = (colors["series"][lane], colors["alt"][lane])[i % 2]
@@ -612,8 +622,7 @@ def draw_timeline(record: Record, options: dict, colors: dict):
                 bar_label(ax, start * factor, (start + length) * factor, row, label, fontsize=10,
                           beside=colors["fg"] if i == len(bars) - 1 else None,
                           color="#ffffff" if colors is PALETTES["light"] else "#10121a")
-        # A trace may keep a kernel without its times (the H200's eager one did): the row says so, not left blank.
-        names.append(f"{title}: {side}" + (" (no times)" if bars and not any(b[1] for b in bars) else ""))
+        names.append(f"{title}: {side}")
     ax.set_yticks(range(len(rows)), names)
     ax.set_xlim(0, span * 1.02 * factor)
     ax.set_xlabel(f"time since the profiled region began ({unit})")

@@ -359,7 +359,20 @@ def test_a_timeline_row_of_kernels_without_times_says_so(record):
                      (dict(e) for e in EAGER["traceEvents"])])
     record.file("traces.eager.trace.json").write_text(json.dumps(untimed))
     svg, _ = plots.render(record, "timeline", {}, "light")
-    assert "eager: GPU (no times)" in svg and "compiled: GPU (no times)" not in svg
+    assert svg.count("kernels, kept without their times") == 1 and "eager: GPU" in svg and "compiled: GPU" in svg
+
+
+def test_events_kept_without_any_time_set_no_origin(tmp_path):
+    """The H200's eager fusion trace kept its launches and kernels at ts 0 and dur 0 beside ops with the clock's
+    own times: taken as the origin, they stretched the axis to 5 x 10^9 ms and left every row empty."""
+    events = [{**e, "ts": e["ts"] + 4.9e12} for e in EAGER["traceEvents"] if e["cat"] != "kernel"]
+    events += [{"ph": "X", "cat": cat, "name": name, "ts": 0.0, "dur": 0.0}
+               for cat, name in (("cuda_runtime", "cudaLaunchKernel"), ("kernel", "sin_kernel"))]
+    path = tmp_path / "traces.eager.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    title, cpu, gpu, span = plots.trace_lanes(path)
+    assert span == 90 and [start for start, _, _ in cpu] == [0, 50], cpu
+    assert gpu == [(0.0, 0.0, "sin_kernel")]
 
 
 def test_a_label_too_long_for_its_bar_goes_whole_beside_it_rather_than_cut(record):
