@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 from scripts import measures
@@ -652,7 +653,10 @@ def draw_breakeven(record: Record, options: dict, colors: dict):
     if even is not None and even <= last:
         ax.axvline(even, color=colors["muted"], linestyle="--", linewidth=1)
         # On the chart's background, so that neither the grid nor the dashed line runs through it.
-        ax.annotate(f"break-even: {readable(even)} calls", (even, compile_s + even * c), xytext=(6, -6),
+        # Where the lines cross, and the first whole call after it: the count a snippet prints ("pays off after
+        # 14 calls") is that call, so a crossing at 13.04 is not shown as "13".
+        ax.annotate(f"lines cross at {even:.1f} calls:\ncompiled ahead from call {math.ceil(even)}",
+                    (even, compile_s + even * c), xytext=(6, -6),
                     textcoords="offset points", va="top", fontsize=10, color=colors["fg"],
                     bbox={"facecolor": colors["bg"], "edgecolor": "none", "pad": 1})
     ax.set_xlabel("calls")
