@@ -41,6 +41,9 @@ from scripts.directives import (
 
 DEVICES, LABELS = records.DEVICES, records.LABELS
 FIGURE_CACHE = records.CACHE / "figures"
+# The drawing code as this process loaded it, for the figure cache's keys: read at draw time instead, a file
+# edited during a build would file drawings made by the old code under the new code's key.
+PLOTS_CODE, FINDINGS_CODE = (Path(module.__file__).read_bytes() for module in (plots, findings))
 PAGE, NOTEBOOK = "page", "notebook"  # the two targets
 
 # ------------------------------------------------------------------------------------------------- a page
@@ -297,7 +300,7 @@ def diagram_image(page: Page, dot: str, alt: str) -> str:
 def chart(record: records.Record, name: str, found: dict[str, str]) -> tuple[str, dict[str, Path]]:
     """(alt text, {palette: SVG file}) of one chart, from the cache when the record and the drawing code are
     unchanged."""
-    key = records.content_key(Path(plots.__file__), repr(sorted(found.items())), name,
+    key = records.content_key(PLOTS_CODE, repr(sorted(found.items())), name,
                               *(p for p in sorted(record.files.glob("*.json")) if p.is_file()))
     FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
     files = {palette: FIGURE_CACHE / f"{key}.{palette}.svg" for palette in plots.PALETTES}
@@ -392,7 +395,7 @@ def render_changes(d: Directive, page: Page) -> str:
 
     def figure(key: str, draw, alt: str, caption: str) -> str:
         """Both palettes, for the page's column and a phone's (CSS shows one), drawn once per content."""
-        digest = records.content_key(Path(plots.__file__), key)
+        digest = records.content_key(PLOTS_CODE, key)
         FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
         spans = []
         for layout in plots.LAYOUTS:
@@ -539,7 +542,7 @@ def render_atlas(d: Directive, page: Page) -> str:
 def drawn_findings(name: str, data: str, draw) -> dict[bool, dict[str, Path]]:
     """{narrow: {palette: SVG}} of a findings chart, drawn by `draw(colors, narrow)` for the page's column and a
     phone's in each palette, cached by the drawing code and `data` (what it draws)."""
-    digest = records.content_key(Path(findings.__file__), Path(plots.__file__), data)
+    digest = records.content_key(FINDINGS_CODE, PLOTS_CODE, data)
     FIGURE_CACHE.mkdir(parents=True, exist_ok=True)
     drawings = {narrow: {palette: FIGURE_CACHE / f"{'phone-' * narrow}{name}-{digest}.{palette}.svg"
                          for palette in plots.PALETTES} for narrow in (False, True)}
