@@ -36,22 +36,18 @@ READER_ORDER = ("optimizations/fusion.py", "dissecting/regimes.py", "eager_mode/
                 "dissecting/bench_compile_modes.py", "graph_mode/when_not_to_compile.py",
                 "dissecting/bench_small_matmul_softmax.py", "optimizations/relayout.py",
                 "dissecting/bench_size_sweep.py", "dissecting/dynamic_shapes.py", "graph_mode/graph_breaks.py")
-# What a snippet's code calls when it times something, or when what it records depends on timings (an
-# autotuner keeps the fastest kernel it benchmarked); the first two make the timings (median_us) that the
-# recorder repeats in fresh processes.
-TIMES = re.compile(r"benchmark\.Timer|\bdo_bench\b|perf_counter|\btime\.time\(\)|\btimeit\b|autotune")
+# What a snippet's code calls to make the timings (median_us) that the recorder repeats in fresh processes.
 REPEATED = re.compile(r"benchmark\.Timer|\bdo_bench\b")
+# Timing that the lock of scripts/alone.py does not cover (it wraps a benchmark Timer's calls only): a clock
+# read around a compile, Python's timeit, Triton's do_bench, and an autotuner's benchmarks inside a compile.
+UNCOVERED = re.compile(r"perf_counter|\btime\.time\(\)|\bimport timeit\b|\btimeit\.|\bdo_bench\b|autotune")
 
 
-def times_something(snippet: str, outputs: Path = records.OUTPUTS, snippets_dir: Path = records.SNIPPETS) -> bool:
-    """Whether a snippet times anything: a record of it on any device holds a timing, or its code calls a
-    timer. Such a snippet runs alone, never beside another (a shared machine would be in its numbers)."""
-    for device in records.DEVICES:
-        for record in records.releases_of(snippet, device, outputs, snippets_dir):
-            if record.state != "corrupt" and any(records.timings_in(record.results)):
-                return True
+def runs_alone(snippet: str, snippets_dir: Path = records.SNIPPETS) -> bool:
+    """Whether a snippet must run with nothing beside it under `--jobs`: its code times in a way the lock that
+    pauses the others (scripts/alone.py) does not cover. A snippet whose code cannot be read runs alone."""
     path = snippets_dir / snippet
-    return bool(path.is_file() and TIMES.search(path.read_text()))
+    return not path.is_file() or bool(UNCOVERED.search(path.read_text()))
 
 
 def parse(text: str) -> float:

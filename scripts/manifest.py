@@ -127,7 +127,8 @@ def nvidia_driver() -> str | None:
 
 
 def make(snippet: str, source: Path, device: str, status: int | None, duration: float, environment: dict,
-         overrides: dict, files: Path, side_by_side: int = 1, unsteady: dict | None = None) -> dict:
+         overrides: dict, files: Path, side_by_side: int = 1, unsteady: dict | None = None,
+         timed: dict | None = None, clock_moved: list[str] | None = None) -> dict:
     """The manifest of one run of snippets/<snippet>: its source's digest, the command, the settings the
     recorder changed (run_env.overrides), how it ended and took, the machine, and the files it kept."""
     return {
@@ -143,6 +144,10 @@ def make(snippet: str, source: Path, device: str, status: int | None, duration: 
         **({"side_by_side": side_by_side} if side_by_side > 1 else {}),
         # Timings whose fresh processes disagree beyond measures.UNSTEADY: made while something else ran.
         **({"unsteady": unsteady} if unsteady else {}),
+        # Around the timed calls (scripts/runner.py TimedCalls): the lock that gave each the machine alone
+        # (how often taken, seconds waited for it and for the GPU to drain) and the GPU's readings' ranges.
+        **({"timed_sections": timed} if timed else {}),
+        **({"clock_moved": clock_moved} if clock_moved else {}),
         "files": sorted(p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file()),
     }
 

@@ -348,6 +348,10 @@ class Record:
             processes = max(t.get("processes", 1) for t in timed)
             line += " · timed" + (f" on {'/'.join(threads)} thread{'s' * (threads != ['1'])}" if threads else "")
             line += f" in {processes} fresh process{'es' * (processes > 1)}"
+            if (beside := self.manifest.get("side_by_side")) and self.manifest.get("timed_sections", {}).get("alone"):
+                line += f", beside up to {beside - 1} other snippet{'s' * (beside > 2)} paused while it timed"
+            if moved := self.manifest.get("clock_moved"):
+                line += f" · the GPU's SM clock moved while timing {', '.join(moved)}"
         return f"{line} · {self.date}"
 
 

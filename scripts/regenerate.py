@@ -22,8 +22,9 @@ Text is scrubbed of what is private to the machine (repo, home and temp paths, u
 addresses). A record is replaced only once its new run has succeeded, by renaming a finished folder into
 place: a failing snippet, a timeout or a killed run leaves the previous record as it was, and the failed
 run's output is kept under .cache/regenerate/failed/ for reading. A snippet whose record is fresh is skipped
-unless --force. With --jobs N, the snippets that time nothing (budget.times_something) run N at a time
-first, and each of their manifests says so (side_by_side); the ones that time something then run alone.
+unless --force. With --jobs N, up to N snippets run at a time, in the priority order, and each call of a
+benchmark Timer pauses the others until it has timed (scripts/alone.py; the manifest's side_by_side and
+timed_sections say so); a snippet that times in a way the lock does not cover (budget.runs_alone) runs alone.
 
 This module is the command line and the run loop; a record's manifest and the scrubbing of private text are
 scripts/manifest.py's, packing and unpacking scripts/packing.py's, the budget's plan scripts/budget.py's, the
@@ -53,10 +54,11 @@ from dataclasses import dataclass
 from importlib import util
 from pathlib import Path
 
-from scripts import budget, manifest, measures, packing, records, run_env, skips
+from scripts import alone, budget, manifest, measures, packing, records, run_env, skips
 from scripts.manifest import GENERIC_USERS, environment, scrub_tree, scrubber, version_of  # noqa: F401 (theirs)
 from scripts.packing import pack, swap_into_place, unpack  # noqa: F401 (the CLI's, and callers')
 from scripts.records import DEVICES, ROOT
+from scripts.runner import TIMED
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 # The recorder's own CPU runs of the snippets as they are, noted for the suite: the check right after a record
@@ -225,6 +227,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args: RunSpec, pr
     if args.processes < 2 or not any(records.timings_in(first)):
         return 0, ""
     runs = [first]
+    timed = [read_timed(work)]
     for number in range(2, args.processes + 1):
         progress(f"process {number}/{args.processes}")
         again = scratch / f"repeat-{number}"
@@ -238,13 +241,83 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args: RunSpec, pr
             shutil.copy(again / "stderr.txt", work / "stderr.txt")
             return status, f"{reason} in process {number} of {args.processes}"
         runs.append(json.loads((again / records.FILES / records.RESULTS).read_text()))
+        timed.append(read_timed(again))
         shutil.rmtree(again, ignore_errors=True)
+    (work / TIMED).write_text(json.dumps(merge_timed(timed)) + "\n")
     try:
         results_path.write_text(json.dumps(measures.merge_runs(runs), indent=1) + "\n")
     except (KeyError, IndexError, TypeError) as error:
         return 1, (f"a later process kept other timings than the first ({error}): "
                    f"a snippet must time the same things every run")
     return 0, ""
+
+
+def read_timed(folder: Path) -> dict:
+    """What the runner wrote about a process's timed calls (the lock, the GPU's clocks), removed from the
+    run's folder: the manifest keeps it, not the record's files."""
+    path = folder / TIMED
+    if not path.is_file():
+        return {}
+    said = json.loads(path.read_text())
+    path.unlink()
+    return said
+
+
+def merge_timed(each: list[dict]) -> dict:
+    """Every process's timed calls as one: the lock's counts and seconds summed, each reading's range over
+    all of them."""
+    merged: dict = {}
+    for said in each:
+        for key, value in (said.get("alone") or {}).items():
+            merged.setdefault("alone", {})[key] = round(merged.get("alone", {}).get(key, 0) + value, 3)
+        for work, readings in (said.get("clocks") or {}).items():
+            kept = merged.setdefault("clocks", {}).setdefault(work, {})
+            for key, (low, high) in readings.items():
+                old = kept.get(key, [low, high])
+                kept[key] = [min(old[0], low), max(old[1], high)]
+    return merged
+
+
+CLOCK_MOVES = 1.02  # an SM clock whose highest reading over a timing's calls exceeds its lowest by more
+
+
+def clock_moved(timed: dict) -> list[str]:
+    """The timed works during whose calls the GPU's SM clock moved (flagged in the manifest and warned)."""
+    return sorted(work for work, readings in (timed.get("clocks") or {}).items()
+                  if (clock := readings.get("sm_mhz")) and clock[0] and clock[1] / clock[0] > CLOCK_MOVES)
+
+
+def settle(running: list[concurrent.futures.Future]) -> list[concurrent.futures.Future]:
+    """The futures still running; one that ended raising raises here."""
+    for future in running:
+        if future.done():
+            future.result()
+    return [future for future in running if not future.done()]
+
+
+@contextlib.contextmanager
+def alone_together(jobs: int):
+    """With jobs > 1, a pool for snippets that run side by side, and the recorder's half of the lock that
+    gives each timed call the machine alone (scripts/alone.py): the folder its snippet processes lock in,
+    named in their environment, and the Pauser that stops the others while one times. None with one job."""
+    if jobs < 2:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="regenerate-alone-"))
+    pauser = alone.Pauser(folder, lambda: [process.pid for process in list(RUNNING)])
+    os.environ[alone.ENV] = str(folder)
+    pauser.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            try:
+                yield pool
+            except BaseException:
+                stop_all()  # the snippets still running in the pool's threads
+                raise
+    finally:
+        pauser.close()
+        os.environ.pop(alone.ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def not_run(work: Path, device: str, why: str) -> tuple[int, str]:
@@ -309,8 +382,9 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     except (ValueError, AttributeError):
         unsteady = {}
 
+    timed = merge_timed([read_timed(work)])
     made = manifest.make(snippet, source, args.device, status, duration, env_info, overrides, work / records.FILES,
-                         side_by_side, unsteady)
+                         side_by_side, unsteady, timed, clock_moved(timed))
     (work / records.MANIFEST).write_text(json.dumps(made, indent=2) + "\n")
     if status != 0:
         kept = records.record_dir(snippet, args.device, args.failed_dir)
@@ -325,7 +399,9 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
     if args.snippets_dir.resolve() == records.SNIPPETS and args.outputs_dir.resolve().is_relative_to(records.OUTPUTS):
         note_recorded(snippet, args, env_info)  # a record of this repository: the suite's check reuses it
-    return True, duration, why_not or unsteady_warning(unsteady)
+    moved = clock_moved(timed)
+    return True, duration, why_not or unsteady_warning(unsteady) or (
+        f"CLOCK MOVED while timing {', '.join(moved)} (its manifest's timed_sections)" if moved else "")
 
 
 def run_key(source: Path, env_info: dict, env) -> str:
@@ -471,12 +547,13 @@ def regenerate(args) -> int:
             print(f"budget {args.budget:g} s: snippets in priority order (the comparisons a GPU reader needs "
                   f"first, then the site's other timed comparisons, then the rest, shortest first); a snippet "
                   f"starts only if its last record's duration fits in what is left", flush=True)
-        together: list[str] = []
-        if args.jobs > 1:  # snippets that time nothing run side by side first; the timed ones alone, after
-            together = [s for s in chosen if not budget.times_something(s, args.records_base, args.snippets_dir)]
-            chosen = together + [s for s in chosen if s not in together]
-            print(f"--jobs {args.jobs}: {len(together)} snippet(s) that time nothing run {args.jobs} at a time "
-                  f"first; the {len(chosen) - len(together)} that time something run alone after them", flush=True)
+        together: set[str] = set()
+        if args.jobs > 1:  # side by side, each timed call pausing the others; what the lock cannot cover alone
+            together = {s for s in chosen if not budget.runs_alone(s, args.snippets_dir)}
+            print(f"--jobs {args.jobs}: {len(together)} snippet(s) run up to {args.jobs} at a time, each call "
+                  f"of a benchmark Timer pausing the others until it has timed (scripts/alone.py); the "
+                  f"{len(chosen) - len(together)} that time a compile or keep an autotuner's choice run alone, "
+                  f"in their turn", flush=True)
         width = len(str(len(chosen)))
         printing = threading.Lock()
 
@@ -517,20 +594,19 @@ def regenerate(args) -> int:
             say(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""))
 
         try:
-            if together:
-                with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                    futures = [pool.submit(attempt, index, snippet, args.jobs)
-                               for index, snippet in enumerate(together, start=1)]
-                    try:
-                        for future in futures:
-                            future.result()
-                    except BaseException:
-                        for future in futures:
-                            future.cancel()
-                        stop_all()  # the snippets still running in the pool's threads
-                        raise
-            for index, snippet in enumerate(chosen[len(together):], start=len(together) + 1):
-                attempt(index, snippet, 1)
+            with alone_together(args.jobs) as pool:
+                running: list[concurrent.futures.Future] = []
+                for index, snippet in enumerate(chosen, start=1):
+                    if pool is None or snippet not in together:
+                        concurrent.futures.wait(running)  # its turn: the machine to itself
+                        running = settle(running)
+                        attempt(index, snippet, 1)
+                        continue
+                    while len(running := settle(running)) >= args.jobs:
+                        concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                    running.append(pool.submit(attempt, index, snippet, args.jobs))
+                concurrent.futures.wait(running)
+                settle(running)
         except (KeyboardInterrupt, Stopped):
             if args.budget and args.archive and made:  # what finished before the stop still travels
                 packed, _ = pack(args.outputs_dir, args.device, args.archive, only=made)

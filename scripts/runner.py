@@ -31,6 +31,10 @@ record's file names are defined here, and scripts/records.py reads them.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.abc
+import importlib.util
 import io
 import json
 import math
@@ -200,6 +204,102 @@ def graph_texts(value) -> list[str] | None:
     return [single] if single is not None else None
 
 
+# ------------------------------------------------------------------------------------- around timed calls
+
+TIMER_MODULE = "torch.utils.benchmark.utils.timer"
+MEASURING = ("timeit", "blocked_autorange", "adaptive_autorange", "autorange", "repeat")
+TIMED = "timed.json"  # what happened around the timed calls; the recorder moves it into the manifest
+
+
+def _sibling(name: str):
+    """scripts/<name>.py, loaded by path: the runner runs as a file, and the snippet's folder leads sys.path."""
+    spec = importlib.util.spec_from_file_location(f"_runner_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class TimedCalls:
+    """Around every measuring call of a torch.utils.benchmark Timer: the recorder's lock, so the call has the
+    machine alone (scripts/alone.py, when the recorder runs snippets side by side), and the GPU's clocks,
+    power and temperature before and after it (scripts/nvml.py, where a GPU is visible). Installed when the
+    snippet imports the Timer, so the snippet's own imports come in its order."""
+
+    def __init__(self, lock_folder: str | None, gpu):
+        alone = _sibling("alone") if lock_folder else None
+        self.lock = alone.Lock(Path(lock_folder), alone.gpu_drain(gpu)) if alone else None
+        self.gpu = gpu
+        self.clocks: dict[str, dict[str, list]] = {}
+        self.depth = 0
+
+    @classmethod
+    def wanted(cls) -> TimedCalls | None:
+        lock_folder = os.environ.get("MLC_ALONE")
+        gpu = _sibling("nvml").Reader.open() if os.environ.get("CUDA_VISIBLE_DEVICES") != "" else None
+        return cls(lock_folder, gpu) if lock_folder or gpu else None
+
+    def patch(self, timer_class) -> None:
+        for name in MEASURING:
+            setattr(timer_class, name, self.wrap(getattr(timer_class, name)))
+
+    def wrap(self, method):
+        @functools.wraps(method)
+        def measuring(timer, *args, **kwargs):
+            if self.depth:  # a measuring call inside another: the outer one holds and reads
+                return method(timer, *args, **kwargs)
+            self.depth += 1
+            try:
+                with self.lock.hold() if self.lock else contextlib.nullcontext():
+                    before = self.gpu.read() if self.gpu else None
+                    result = method(timer, *args, **kwargs)
+                    if self.gpu:
+                        self.note(timer._task_spec.label or timer._task_spec.stmt, before, self.gpu.read())
+                    return result
+            finally:
+                self.depth -= 1
+        return measuring
+
+    def note(self, work: str, *readings: dict) -> None:
+        """Each reading's range over every call that timed `work` (a clock that moved shows as a range)."""
+        kept = self.clocks.setdefault(work, {})
+        for reading in readings:
+            for key, value in reading.items():
+                if value is None:
+                    continue
+                low, high = kept.get(key, [value, value])
+                kept[key] = [min(low, value), max(high, value)]
+
+    def finish(self, folder: Path) -> None:
+        if self.lock:
+            self.lock.close()
+        said = {"alone": self.lock.stats if self.lock else None, "clocks": self.clocks or None}
+        said = {k: v for k, v in said.items() if v}
+        if said:
+            (folder / TIMED).write_text(json.dumps(said, indent=1) + "\n")
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `then(module)` once `name` has been imported (by whoever imports it first)."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            self.then(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 # ------------------------------------------------------------------------------------------------ running
 
 
@@ -241,7 +341,14 @@ def main(argv: list[str]) -> int:
     snippet, folder = argv[1], argv[2]
     # As with `python SNIPPET`: the snippet's own folder comes first on the import path.
     sys.path[0] = str(Path(snippet).resolve().parent)
-    run(snippet, Path(folder), capture_stdout=False)
+    timed = TimedCalls.wanted()
+    if timed:
+        sys.meta_path.insert(0, _AfterImport(TIMER_MODULE, lambda module: timed.patch(module.Timer)))
+    try:
+        run(snippet, Path(folder), capture_stdout=False)
+    finally:
+        if timed:
+            timed.finish(Path(folder))
     return 0
 
 

@@ -784,21 +784,27 @@ results = {"timing": {"median_us": 1.0, "times_us": [1.0] * 10, "n": 10, "iqr_us
 """
 
 
-def test_jobs_run_what_times_nothing_side_by_side_and_what_times_alone_after(tree):
+def test_jobs_run_side_by_side_and_what_the_lock_cannot_cover_alone_in_its_turn(tree):
     for name in ("a", "b", "c"):
         (tree / "snippets" / "demo" / f"{name}.py").write_text(HELLO)
-    (tree / "snippets" / "demo" / "timed.py").write_text(TIMES_SOMETHING)
+    (tree / "snippets" / "demo" / "timed.py").write_text(TIMES_SOMETHING)  # a clock the lock cannot see
+    (tree / "snippets" / "demo" / "z.py").write_text(HELLO)
     result = regenerate(tree, "--jobs", "3", "--processes", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == ("--jobs 3: 4 snippet(s) that time nothing run 3 at a time first; the 1 that time "
-                        "something run alone after them")
-    ran = [line for line in lines if " ran " in line]
-    assert len(ran) == 5 and "demo/timed.py" in ran[-1]  # the timed one last, after every other finished
-    for name in ("a", "b", "c", "hello"):
+    assert lines[0].startswith("--jobs 3: 5 snippet(s) run up to 3 at a time")
+    assert "the 1 that time a compile" in lines[0]
+    events = [(line.split()[1], line.split()[2]) for line in lines if " running " in line or " ran " in line]
+    timed_start = events.index(("running", "demo/timed.py"))
+    timed_end = events.index(("ran", "demo/timed.py"))
+    # Alone in its turn: every snippet before it had finished when it started, and none started until it ended.
+    assert {name for kind, name in events[:timed_start] if kind == "ran"} == {f"demo/{n}.py" for n in "abc"} | {
+        "demo/hello.py"}
+    assert timed_end == timed_start + 1 and events[timed_end + 1] == ("running", "demo/z.py")
+    for name in ("a", "b", "c", "hello", "z"):
         assert json.loads((record(tree, f"demo/{name}") / "manifest.json").read_text())["side_by_side"] == 3
     assert "side_by_side" not in json.loads((record(tree, "demo/timed") / "manifest.json").read_text())
-    assert "regenerate (cpu): 5 ran, 0 fresh, 0 failed" in lines[-1]
+    assert "regenerate (cpu): 6 ran, 0 fresh, 0 failed" in lines[-1]
 
 
 def test_jobs_must_be_at_least_one(tree):
@@ -826,7 +832,8 @@ def test_a_cuda_estimate_from_a_cpu_record_counts_the_processes_of_a_snippet_tha
 # The modules that make and judge records, which the GPU box runs with nothing but torch (issue 53).
 RECORDER = ("scripts.runner", "scripts.run_env", "scripts.records", "scripts.measures", "scripts.skips",
             "scripts.budget", "scripts.regenerate", "scripts.reproducibility", "scripts.notebook_runs",
-            "scripts.directives", "scripts.manifest", "scripts.packing", "scripts.probe")
+            "scripts.directives", "scripts.manifest", "scripts.packing", "scripts.probe", "scripts.alone",
+            "scripts.nvml")
 # What builds the site: the docs tools, the charts, and every module that renders a page or a notebook.
 SITE = ("mkdocs", "mkdocs_jupyter", "matplotlib", "scripts.render", "scripts.mkdocs_hooks", "scripts.notebooks",
         "scripts.plots", "scripts.changelog", "scripts.findings", "scripts.atlas", "scripts.explorer",
