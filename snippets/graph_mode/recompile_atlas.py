@@ -56,28 +56,62 @@ def recompile_log(messages):
 
 def recompiles(fn, calls, **options):
     """Compile fn afresh, make each call; return the recompile messages and what
-    each call returned, with its gradients."""
+    each call returned, with its gradients and what it changed."""
     torch._dynamo.reset()  # forget every earlier compile
-    compiled = torch.compile(fn, backend="eager", **options)
+    compiled = watched(torch.compile(fn, backend="eager", **options))
     messages, outputs = [], []
+    torch.manual_seed(0)
     with recompile_log(messages):
         for call in calls:
-            outputs.append(result(call(compiled)))
+            outputs.append(result(call(compiled)) + compiled.last())
     return [m for m in messages if m.startswith("Recompiling function")], outputs
+
+
+def watched(fn):
+    """fn, noting after each call which tensor arguments it changed in place, where
+    the random generator stands, and what each module argument's state_dict holds
+    (its keys, what a checkpoint needs, and values)."""
+    def run(*args):
+        tensors = [a for a in flatten(args) if torch.is_tensor(a)]
+        before = [t.detach().clone() for t in tensors]
+        out = fn(*args)
+        changed = [i for i, (t, b) in enumerate(zip(tensors, before))
+                   if not same(t.detach(), b)]
+        states = [dict(a.state_dict()) for a in args if isinstance(a, torch.nn.Module)]
+        run.seen.append((changed, torch.get_rng_state(), states))
+        return out
+    def last():  # a call that compiled its own function (closure) changed nothing here
+        return run.seen.pop() if run.seen else ([], torch.get_rng_state(), [])
+    run.seen, run.last = [], last
+    return run
+
+
+def flatten(value):
+    if isinstance(value, (list, tuple)):
+        return [v for item in value for v in flatten(item)]
+    if isinstance(value, dict):
+        return flatten(list(value.values()))
+    return [value]
 
 
 def same(a, b):
     """One result: a tensor's device, dtype, shape, strides, requires_grad and
-    values (to float rounding); lists and tuples item by item."""
+    values (to float rounding: relative 1e-5 in float32, as close in ulps in float64);
+    lists, tuples and dicts item by item."""
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if not (torch.is_tensor(a) and torch.is_tensor(b)):
         return a == b
     if (a.device, a.dtype, a.shape, a.stride(), a.requires_grad) != (
             b.device, b.dtype, b.shape, b.stride(), b.requires_grad):
         return False
-    return a.device.type == "meta" or torch.allclose(a.detach(), b.detach(),
-                                                     rtol=1e-5, atol=1e-6)
+    if a.device.type == "meta":
+        return True
+    ulps = min(1.0, torch.finfo(a.dtype).eps / torch.finfo(torch.float32).eps
+               ) if a.is_floating_point() else 1.0
+    return torch.allclose(a.detach(), b.detach(), rtol=1e-5 * ulps, atol=1e-6 * ulps)
 
 
 def result(value):
@@ -107,11 +141,22 @@ def call(*args):  # one call of the compiled function with these arguments
     return lambda compiled: compiled(*args)
 
 
+def eagerly(fn, calls):  # the calls, run eagerly, watched as the compiled ones are
+    eager = watched(fn)
+    torch.manual_seed(0)
+    return [result(call(eager)) + eager.last() for call in calls]
+
+
 def case(name, what, fn, calls, fix, fixed_calls, fixed_fn=None, options=None,
-         fixed_options=None, fixed_config=None, changes=None, kind="fix", reset=None):
+         fixed_options=None, fixed_config=None, changes=None, kind="fix", reset=None,
+         also=None, model=None):
     """Count the recompiles of the calls, then of the fixed calls; keep both, and
-    whether the fixed calls, compiled, returned what the calls return eagerly."""
-    want = [result(call(fn)) for call in calls]  # the original calls, run eagerly
+    whether the fixed calls, compiled, returned what the calls return eagerly, and
+    changed the same (inputs, the random generator, module state). also: more
+    (calls, fixed calls) to compare, not counted (other dtypes). model: the module
+    whose state is compared where the fix passes a part of it."""
+    want = eagerly(fn, calls)  # the original calls, run eagerly
+    held = model and {k: v.clone() for k, v in model.state_dict().items()}
     if reset:
         reset()  # undo what those calls changed
     before, _ = recompiles(fn, calls, **(options or {}))
@@ -119,6 +164,16 @@ def case(name, what, fn, calls, fix, fixed_calls, fixed_fn=None, options=None,
         reset()  # and what they changed compiled
     with torch._dynamo.config.patch(**(fixed_config or {})):  # a config fix, if any
         after, got = recompiles(fixed_fn or fn, fixed_calls, **(fixed_options or {}))
+        if also:
+            if reset:
+                reset()
+            want += eagerly(fn, also[0])
+            if reset:
+                reset()
+            got += recompiles(fixed_fn or fn, also[1], **(fixed_options or {}))[1]
+    if model:
+        want = [(*r[:4], [held]) for r in want]
+        got = [(*r[:4], [dict(model.state_dict())]) for r in got]
     equal = len(want) == len(got) and all(map(same, want, got))
     first = before[0].splitlines() if before else ["(no recompile)"]
     failed = next((line.strip() for line in first if line.strip().startswith("- ")),
@@ -301,7 +356,9 @@ class ScaledByBuffer(Scaled):  # the fix: the factor in a 0-d tensor, a buffer
     def __init__(self, factor):
         super().__init__(factor)
         del self.factor
-        self.register_buffer("factor", torch.tensor(factor, device=device))
+        # int64, as the int was; not persistent: state_dict and checkpoints unchanged.
+        self.register_buffer("factor", torch.tensor(factor, device=device),
+                             persistent=False)
 
 
 def with_buffer(module, factor, x):  # change the buffer's value in place, then call
@@ -400,7 +457,7 @@ picker = PickOne()
 case("layer_index", "a module's layer index changes (0, 1, 2, 0)", run,
      [with_index(picker, i, x8) for i in (0, 1, 2, 0)],
      "pass the chosen layer itself: layers of one kind share one entry",
-     [call(picker.layers[i], x8) for i in (0, 1, 2, 0)])
+     [call(picker.layers[i], x8) for i in (0, 1, 2, 0)], model=picker)
 hooked, handles = torch.nn.Linear(4, 4, device=device), []
 
 
@@ -430,7 +487,7 @@ case("hook_added", "a forward hook registered after the first call", run,
 # function runs without the new hook.
 remove_hooks()
 _, unhooked = recompiles(run, [call(hooked, x8), hook_then_call(hooked, x8)])
-hook_ran = same(unhooked[1], result(hooked(x8)))  # eagerly, the hook runs
+hook_ran = same(unhooked[1][:2], result(hooked(x8)))  # eagerly, the hook runs
 print(f"    hook_added by default: 0 recompiles, and the hook ran: {hook_ran}")
 remove_hooks()
 # --8<-- [end:modules]
@@ -480,8 +537,9 @@ def with_global(value, x):  # set the global, then call
     return set_and_call
 
 
-def as_tensor(value):
-    return torch.tensor(value, device=device)
+def as_tensor(value):  # a Python float is a double: float64, so no value rounds
+    return torch.tensor(value, device=device,
+                        dtype=torch.float64 if isinstance(value, float) else None)
 
 
 case("int_arg", "a Python int argument changes (2, 3, 4)", times,
@@ -490,8 +548,9 @@ case("int_arg", "a Python int argument changes (2, 3, 4)", times,
      [call(x8, n) for n in (2, 3, 4)], fixed_options={"dynamic": True})
 case("float_arg", "a Python float argument changes (0.5, 0.25, 0.125)", times,
      [call(x8, v) for v in (0.5, 0.25, 0.125)],
-     "pass a 0-d tensor: torch.tensor(0.5)",
-     [call(x8, as_tensor(v)) for v in (0.5, 0.25, 0.125)])
+     "pass a 0-d tensor: torch.tensor(0.5, dtype=torch.float64)",
+     [call(x8, as_tensor(v)) for v in (0.5, 0.25, 0.125)],
+     also=([call(x8.double(), 0.1)], [call(x8.double(), as_tensor(0.1))]))
 group = {"lr": 0.1}  # as in an optimizer's param_groups
 
 
@@ -515,10 +574,11 @@ def scheduled_fill(lr, p):  # the fix: the rate is a 0-d tensor, filled in place
 
 case("lr_schedule", "a learning rate a schedule lowers (0.1, 0.05, 0.025)",
      sgd_step, [scheduled(lr, x8) for lr in (0.1, 0.05, 0.025)],
-     "keep the rate in a 0-d tensor (torch.optim takes lr=torch.tensor(0.1); Adam "
-     "and AdamW refuse one with foreach=True unless capturable=True)",
+     "keep the rate in a 0-d float64 tensor (torch.optim takes lr=torch.tensor(0.1); "
+     "Adam and AdamW refuse one with foreach=True unless capturable=True)",
      [scheduled_fill(lr, x8) for lr in (0.1, 0.05, 0.025)],
-     reset=lambda: group.update(lr=as_tensor(0.1)))
+     reset=lambda: group.update(lr=as_tensor(0.1)),
+     also=([scheduled(0.1, x8.double())], [scheduled_fill(0.1, x8.double())]))
 case("list_len", "a list of 2 tensors, then of 3", summed,
      [call([x8, x8]), call([x8, x8, x8])],
      "stack them into one tensor, its size marked dynamic",
@@ -578,7 +638,7 @@ atlas["recompile_limit"] = {
     "fix": "torch._dynamo.mark_dynamic(x, 0) on the first input "
            f"(or raise torch._dynamo.config.{limit_name})",
     "after": len(fixed), "fix_kind": "fix", "changes": None,
-    "same": all(map(same, [result(scale(x)) for x in sizes], got))}
+    "same": all(map(same, eagerly(scale, [call(x) for x in sizes]), got))}
 results["limit"] = {"name": limit_name, "value": limit, "calls": len(sizes),
                     "graphs": len(graphs), "matches_eager": right}
 print(f"limit: {len(recompiled)} recompile(s), then {len(fixed)} with the fix")

@@ -31,8 +31,9 @@ GUARDS = {
     "lr_schedule": "group['lr'] == 0.1",
 }
 # Fixes that change what the calls compute, each saying how in one sentence; every other fix is proven the same.
-# The probe compares each call's result (device, dtype, shape, strides, requires_grad, values) and the gradients a
-# backward from it leaves on the inputs and parameters.
+# The probe compares each call's result (device, dtype, shape, strides, requires_grad, values; float64 to as few ulps
+# as float32's 1e-5), what it wrote into its inputs, the random generator, the state_dict of each module passed, and
+# the gradients a backward from it leaves on the inputs and parameters.
 # Each change is one the probe sees. (grad_mode's function runs under its own no_grad, so calling it in one
 # grad mode returns what either mode did: proven the same.)
 CHANGES = {"dtype", "device", "requires_grad", "memory_format", "strides", "autocast", "parameter"}
