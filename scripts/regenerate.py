@@ -714,9 +714,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "priority order; with --archive, pack what this call made; with --list, show how "
                              "calls of TIME would share the work")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="run up to N snippets that time nothing side by side, before the ones that time "
-                             "something, which always run alone (default 1: one at a time); each manifest says "
-                             "how many ran beside it")
+                        help="run up to N snippets side by side, each call of a benchmark Timer pausing the "
+                             "others until it has timed; a snippet that times a compile or keeps an autotuner's "
+                             "choice runs alone in its turn (default 1: one at a time); each manifest says how "
+                             "it ran")
     parser.add_argument("--timeout", type=positive_seconds, default=900, metavar="S",
                         help="per-snippet limit in seconds (default 900)")
     parser.add_argument("--snippets-dir", type=Path, default=records.SNIPPETS, help=argparse.SUPPRESS)

@@ -241,3 +241,14 @@ class FakeNvml:
 def test_a_gpu_reading_in_the_site_s_units_and_none_for_what_the_driver_does_not_give():
     reading = nvml.Reader(FakeNvml(sm_mhz=1980, power_mw=412500, utilization=97, throttle=0), None).read()
     assert reading == {"sm_mhz": 1980, "power_w": 412.5, "temp_c": None, "utilization": 97, "throttle": 0}
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--snippet", "graph_mode/compile_time.py"], "times what the lock cannot see"),
+    (["--snippet", "dissecting/dynamic_shapes.py", "--jobs", "1"], "--jobs must be 2 or more"),
+    (["--snippet", "nowhere/none.py"], "no snippet nowhere/none.py"),
+])
+def test_the_side_by_side_check_refuses_what_it_cannot_check(argv, says):
+    done = subprocess.run([sys.executable, "-m", "scripts.side_by_side", "--device", "cpu", *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=HANG_S)
+    assert done.returncode == 2 and says in done.stderr
