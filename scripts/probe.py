@@ -29,12 +29,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from scripts import run_env
 
 LIMIT_S = 300  # a hang, not load: the probe takes seconds (one tiny compile)
-KEPT = Path(__file__).resolve().parent.parent / ".cache" / "probe"  # the compiled code, not the figures
+KEPT = run_env.ROOT / ".cache" / "probe"  # the compiled code, not the figures
 
 
 def measure(device: str) -> dict:
@@ -67,13 +66,15 @@ def run(device: str) -> dict:
         return {"skipped": f"{run_env.NO_PROBE} is set"}
     measured_at = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
     caches = KEPT / f"{device}-{hashlib.sha256(sys.executable.encode()).hexdigest()[:12]}"
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), TRITON_CACHE_DIR=str(caches / "triton"))
-    env.pop("TRITON_INTERPRET", None)  # x + 1 compiles to C++ on a CPU, to Triton on a GPU
-    if device == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
+    # A snippet's environment as run_env decides it for code that launches no Triton kernel of its own (x + 1
+    # compiles to C++ on a CPU, to Triton on a GPU), with caches kept between probes.
+    env = dict(os.environ, **run_env.overrides(device, ""), TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
+               TRITON_CACHE_DIR=str(caches / "triton"))
+    for name in run_env.unset(device, ""):
+        env.pop(name, None)
     try:
         done = subprocess.run([sys.executable, "-m", "scripts.probe", "--device", device], env=env,
-                              cwd=KEPT.parent.parent, capture_output=True, text=True, timeout=LIMIT_S)
+                              cwd=run_env.ROOT, capture_output=True, text=True, timeout=LIMIT_S)
     except subprocess.TimeoutExpired:
         return {"error": f"the probe took more than {LIMIT_S} s"}
     if done.returncode != 0:
