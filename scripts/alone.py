@@ -22,11 +22,14 @@ which its manifest keeps. Standard library only: the GPU box installs nothing.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -184,6 +187,32 @@ class Pauser(threading.Thread):
         self.done.set()
         self.join(timeout=5)
         self._continue_all()
+
+
+@contextlib.contextmanager
+def together(jobs: int, running, stop_all):
+    """With jobs > 1, a pool for snippets that run side by side and the recorder's half of the lock: the folder
+    its snippet processes lock in, named in their environment (ENV, inherited), and the Pauser that stops the
+    others while one times. `running`: the pids of the snippet processes now running; `stop_all`: kills them
+    when the run is stopped. None with one job."""
+    if jobs < 2:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="regenerate-alone-"))
+    pauser = Pauser(folder, running)
+    os.environ[ENV] = str(folder)
+    pauser.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            try:
+                yield pool
+            except BaseException:
+                stop_all()  # the snippets still running in the pool's threads
+                raise
+    finally:
+        pauser.close()
+        os.environ.pop(ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------ the drain

@@ -152,6 +152,31 @@ def make(snippet: str, source: Path, device: str, status: int | None, duration: 
     }
 
 
+def merge_timed(each: list[dict]) -> dict:
+    """Every process's timed calls as one: the lock's counts and seconds summed, each reading's range over
+    all of them."""
+    merged: dict = {}
+    for said in each:
+        for key, value in (said.get("alone") or {}).items():
+            merged.setdefault("alone", {})[key] = round(merged.get("alone", {}).get(key, 0) + value, 3)
+        for work, readings in (said.get("clocks") or {}).items():
+            kept = merged.setdefault("clocks", {}).setdefault(work, {})
+            for key, (low, high) in readings.items():
+                old = kept.get(key, [low, high])
+                kept[key] = [min(old[0], low), max(old[1], high)]
+    return merged
+
+
+CLOCK_MOVES = 1.02  # an SM clock whose highest reading over a timing's calls exceeds its lowest by more
+
+
+def clock_moved(timed: dict) -> list[str]:
+    """The timed works during whose calls the GPU's SM clock moved (flagged in the manifest and warned)."""
+    return sorted(work for work, readings in (timed.get("clocks") or {}).items()
+                  if (clock := readings.get("sm_mhz")) and clock[0] and clock[1] / clock[0] > CLOCK_MOVES)
+
+
+
 # -------------------------------------------------------------------------------------------- scrubbing
 
 

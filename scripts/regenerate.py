@@ -243,7 +243,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args: RunSpec, pr
         runs.append(json.loads((again / records.FILES / records.RESULTS).read_text()))
         timed.append(read_timed(again))
         shutil.rmtree(again, ignore_errors=True)
-    (work / TIMED).write_text(json.dumps(merge_timed(timed)) + "\n")
+    (work / TIMED).write_text(json.dumps(manifest.merge_timed(timed)) + "\n")
     try:
         results_path.write_text(json.dumps(measures.merge_runs(runs), indent=1) + "\n")
     except (KeyError, IndexError, TypeError) as error:
@@ -263,61 +263,12 @@ def read_timed(folder: Path) -> dict:
     return said
 
 
-def merge_timed(each: list[dict]) -> dict:
-    """Every process's timed calls as one: the lock's counts and seconds summed, each reading's range over
-    all of them."""
-    merged: dict = {}
-    for said in each:
-        for key, value in (said.get("alone") or {}).items():
-            merged.setdefault("alone", {})[key] = round(merged.get("alone", {}).get(key, 0) + value, 3)
-        for work, readings in (said.get("clocks") or {}).items():
-            kept = merged.setdefault("clocks", {}).setdefault(work, {})
-            for key, (low, high) in readings.items():
-                old = kept.get(key, [low, high])
-                kept[key] = [min(old[0], low), max(old[1], high)]
-    return merged
-
-
-CLOCK_MOVES = 1.02  # an SM clock whose highest reading over a timing's calls exceeds its lowest by more
-
-
-def clock_moved(timed: dict) -> list[str]:
-    """The timed works during whose calls the GPU's SM clock moved (flagged in the manifest and warned)."""
-    return sorted(work for work, readings in (timed.get("clocks") or {}).items()
-                  if (clock := readings.get("sm_mhz")) and clock[0] and clock[1] / clock[0] > CLOCK_MOVES)
-
-
 def settle(running: list[concurrent.futures.Future]) -> list[concurrent.futures.Future]:
     """The futures still running; one that ended raising raises here."""
     for future in running:
         if future.done():
             future.result()
     return [future for future in running if not future.done()]
-
-
-@contextlib.contextmanager
-def alone_together(jobs: int):
-    """With jobs > 1, a pool for snippets that run side by side, and the recorder's half of the lock that
-    gives each timed call the machine alone (scripts/alone.py): the folder its snippet processes lock in,
-    named in their environment, and the Pauser that stops the others while one times. None with one job."""
-    if jobs < 2:
-        yield None
-        return
-    folder = Path(tempfile.mkdtemp(prefix="regenerate-alone-"))
-    pauser = alone.Pauser(folder, lambda: [process.pid for process in list(RUNNING)])
-    os.environ[alone.ENV] = str(folder)
-    pauser.start()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            try:
-                yield pool
-            except BaseException:
-                stop_all()  # the snippets still running in the pool's threads
-                raise
-    finally:
-        pauser.close()
-        os.environ.pop(alone.ENV, None)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def not_run(work: Path, device: str, why: str) -> tuple[int, str]:
@@ -382,9 +333,9 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     except (ValueError, AttributeError):
         unsteady = {}
 
-    timed = merge_timed([read_timed(work)])
+    timed = manifest.merge_timed([read_timed(work)])
     made = manifest.make(snippet, source, args.device, status, duration, env_info, overrides, work / records.FILES,
-                         side_by_side, unsteady, timed, clock_moved(timed))
+                         side_by_side, unsteady, timed, manifest.clock_moved(timed))
     (work / records.MANIFEST).write_text(json.dumps(made, indent=2) + "\n")
     if status != 0:
         kept = records.record_dir(snippet, args.device, args.failed_dir)
@@ -399,7 +350,7 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
     if args.snippets_dir.resolve() == records.SNIPPETS and args.outputs_dir.resolve().is_relative_to(records.OUTPUTS):
         note_recorded(snippet, args, env_info)  # a record of this repository: the suite's check reuses it
-    moved = clock_moved(timed)
+    moved = manifest.clock_moved(timed)
     return True, duration, why_not or unsteady_warning(unsteady) or (
         f"CLOCK MOVED while timing {', '.join(moved)} (its manifest's timed_sections)" if moved else "")
 
@@ -594,7 +545,7 @@ def regenerate(args) -> int:
             say(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""))
 
         try:
-            with alone_together(args.jobs) as pool:
+            with alone.together(args.jobs, lambda: [p.pid for p in list(RUNNING)], stop_all) as pool:
                 running: list[concurrent.futures.Future] = []
                 for index, snippet in enumerate(chosen, start=1):
                     if pool is None or snippet not in together:
