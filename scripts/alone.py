@@ -6,18 +6,21 @@ Two halves, one file, so the protocol is written once:
 - **In a snippet's process** (scripts/runner.py, when the recorder set `ENV`): `Lock.hold()` around every call
   of a `torch.utils.benchmark.Timer` that measures. It takes an exclusive `flock` in the recorder's folder,
   names itself in `holder`, waits until the recorder says every other snippet process is stopped (`paused`),
-  then drains: its own queued GPU work (`torch.cuda.synchronize`) and, where NVML answers, until the GPU reads
-  idle (the stopped processes' kernels already queued still run). It lets go a moment after its last timed
-  call (`LINGER_S`), so a snippet's rounds of A, B, A, B ... pause the others once, not once a block.
-- **In the recorder** (scripts/regenerate.py): `Pauser` watches `holder` and stops every other snippet's
-  process group (SIGSTOP: its Python, its compile workers, its GPU launches) while one holds the lock, then
-  continues them (SIGCONT). It never leaves one stopped: a holder that exits lets go with it, and `close()`
-  continues everything.
+  then drains: its own queued GPU work (`torch.cuda.synchronize`) and, where the recorder stopped someone and
+  NVML answers, until the GPU reads idle (the stopped processes' kernels already queued still run). It lets go
+  a moment after its last timed call (`LINGER_S`), so a snippet's rounds of A, B, A, B ... pause the others
+  once, not once a block.
+- **In the recorder** (`together`, which scripts/regenerate.py enters with `--jobs`): `Pauser` watches
+  `holder` and stops every other snippet's process group (SIGSTOP: its Python, its compile workers, its GPU
+  launches) while one holds the lock, answers the holder with how many it stopped, then continues them
+  (SIGCONT). It never leaves one stopped: a holder that exits lets go with it, and `close()` continues
+  everything.
 
 What it cannot cover it does not claim: a time taken with `time.perf_counter` around a compile is not a Timer
-call, so a snippet that times that way runs alone (scripts/budget.py `runs_alone`). Each process writes what
-the lock did (`STATS`: how often it held it, how long it waited, drained and whether the recorder answered),
-which its manifest keeps. Standard library only: the GPU box installs nothing.
+call, so a snippet that times that way runs alone (scripts/budget.py `runs_alone`). What the lock did in a
+process (`Lock.stats`: how often it held it, how long it waited, drained, and whether the recorder answered)
+goes into its manifest through the runner (scripts/runner.py TimedCalls). Standard library only: the GPU
+box installs nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import fcntl
-import json
 import os
 import shutil
 import signal
@@ -35,10 +37,9 @@ import time
 from pathlib import Path
 
 ENV = "MLC_ALONE"  # the folder of the recorder's lock, set in each snippet process's environment
-STATS = "alone.json"  # written by a snippet's process into its run folder; the manifest keeps it
 LINGER_S = 0.3  # a holder keeps the lock this long after its last timed call
 ANSWER_S = 10.0  # how long a holder waits for the recorder to say the others are stopped
-DRAIN_S = 2.0  # the most a holder waits for the GPU to read idle
+DRAIN_S = 1.0  # the most a holder waits for the GPU to read idle (NVML samples every 1/6 s to 1 s)
 POLL_S = 0.002
 
 
@@ -46,6 +47,15 @@ def _write(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     temporary.write_text(text)
     os.replace(temporary, path)  # a reader never sees half a line
+
+
+def _read_answer(path: Path) -> tuple[int | None, int]:
+    """The recorder's answer: the holder it paused the others for, and how many it stopped."""
+    try:
+        pid, stopped = path.read_text().split()[:2]
+        return int(pid), int(stopped)
+    except (OSError, ValueError):
+        return None, 0
 
 
 def _read_pid(path: Path) -> int | None:
@@ -63,7 +73,8 @@ class Lock:
 
     def __init__(self, folder: Path, drain=None):
         self.folder = Path(folder)
-        self.drain = drain or (lambda: 0.0)  # waits until the device is idle; returns the seconds it waited
+        # drain(others stopped) waits until the device is idle and returns the seconds it waited
+        self.drain = drain or (lambda others: 0.0)
         self.depth = 0
         self.fd: int | None = None
         self.later: threading.Timer | None = None
@@ -89,17 +100,20 @@ class Lock:
             started = time.monotonic()
             self.fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / "paused").unlink()  # an answer to an earlier taking is no answer to this one
             _write(self.folder / "holder", f"{os.getpid()}\n")
-            asked, answered = time.monotonic(), False
+            asked, answered, others = time.monotonic(), False, 0
             while time.monotonic() - asked < ANSWER_S:
-                if _read_pid(self.folder / "paused") == os.getpid():
-                    answered = True
+                said = _read_answer(self.folder / "paused")
+                if said[0] == os.getpid():
+                    answered, others = True, said[1]
                     break
                 time.sleep(POLL_S)
             self.stats["held"] += 1
             self.stats["waited_s"] += time.monotonic() - started
             self.stats["unanswered"] += 0 if answered else 1
-            self.stats["drained_s"] += self.drain()
+            self.stats["drained_s"] += self.drain(others)
 
     def release(self) -> None:
         with self.guard:
@@ -121,16 +135,13 @@ class Lock:
             os.close(self.fd)
             self.fd = None
 
-    def close(self, run_folder: Path | None = None) -> None:
-        """Let go now, and write what the lock did into the run's folder."""
+    def close(self) -> None:
+        """Let go now."""
         with self.guard:
             if self.later is not None:
                 self.later.cancel()
             self.depth = 0
         self._let_go()
-        if run_folder is not None:
-            stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()}
-            (Path(run_folder) / STATS).write_text(json.dumps(stats) + "\n")
 
 
 # ---------------------------------------------------------------------------------------- in the recorder
@@ -157,7 +168,6 @@ class Pauser(threading.Thread):
         self.stopped.clear()
 
     def run(self) -> None:
-        answered = None
         while not self.done.is_set():
             holder = _read_pid(self.folder / "holder")
             alive = set(self.running())
@@ -166,7 +176,6 @@ class Pauser(threading.Thread):
             if holder is None:
                 if self.stopped:
                     self._continue_all()
-                answered = None
             else:
                 for pid in alive - self.stopped - {holder}:
                     self._signal(pid, signal.SIGSTOP)
@@ -176,10 +185,9 @@ class Pauser(threading.Thread):
                 if holder in self.stopped:  # a stopped process cannot hold it; continue it at once
                     self._signal(holder, signal.SIGCONT)
                     self.stopped.discard(holder)
-                if answered != holder:
+                if _read_answer(self.folder / "paused")[0] != holder:  # each taking of the lock gets its answer
                     self.pauses += 1
-                    _write(self.folder / "paused", f"{holder}\n")
-                    answered = holder
+                    _write(self.folder / "paused", f"{holder} {len(self.stopped)}\n")
             time.sleep(POLL_S)
         self._continue_all()
 
@@ -219,16 +227,17 @@ def together(jobs: int, running, stop_all):
 
 
 def gpu_drain(nvml=None):
-    """A drain for a process that may use CUDA: its own queue, then NVML's utilisation until it reads 0
-    (at most DRAIN_S); a process that never initialised CUDA has nothing queued and drains nothing."""
-    def drain() -> float:
+    """A drain for a process that may use CUDA: its own queue, then, where others were stopped, NVML's
+    utilisation until it reads 0 (at most DRAIN_S: their kernels already queued run on); a process that never
+    initialised CUDA has nothing queued and drains nothing."""
+    def drain(others: int) -> float:
         import sys
         torch = sys.modules.get("torch")
         if torch is None or not torch.cuda.is_initialized():
             return 0.0
         started = time.monotonic()
         torch.cuda.synchronize()
-        while nvml is not None and time.monotonic() - started < DRAIN_S:
+        while nvml is not None and others and time.monotonic() - started < DRAIN_S:
             reading = nvml.read()
             if reading is None or reading.get("utilization") == 0:
                 break

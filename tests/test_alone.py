@@ -39,6 +39,10 @@ from scripts import alone
 folder, counter, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 lock = alone.Lock(folder)
 read = lambda: int(open(counter).read())
+if mode == "twice":  # taken, let go (the others go on), taken again: the second taking is answered afresh
+    with lock.hold():
+        pass
+    time.sleep(1.0)
 with lock.hold():
     first = read()
     time.sleep(0.5)
@@ -100,6 +104,16 @@ def test_while_one_process_times_the_others_are_stopped_and_go_on_after(side_by_
     assert said["stats"]["held"] == 1 and said["stats"]["unanswered"] == 0
     assert pauser.pauses == 1
     assert grows(counter), "the counter stayed stopped after the holder let go"
+
+
+def test_a_second_taking_of_the_lock_waits_for_its_own_answer(side_by_side):
+    folder, counter, processes, pauser = side_by_side
+    holder = start(HOLDER.format(root=str(ROOT)), str(folder), str(counter), "twice")
+    processes.append(holder)
+    out, _ = holder.communicate(timeout=HANG_S)
+    said = json.loads(out.splitlines()[-1])
+    assert said["first"] == said["last"] and said["stats"]["held"] == 2 and said["stats"]["unanswered"] == 0
+    assert pauser.pauses == 2
 
 
 def test_a_holder_that_dies_holding_the_lock_leaves_no_one_stopped(side_by_side):
