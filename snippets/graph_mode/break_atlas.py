@@ -370,11 +370,12 @@ def while_on_tensor(x):
 def while_on_tensor_fixed(x):
     # The number of halvings, as a tensor: max = mantissa * 2**exponent, mantissa in
     # [0.5, 1), so the loop halves exponent times, once less where the max is a power
-    # of 2, none where it is at most 1 or NaN (exponent 0). ldexp scales by 2**-halvings
-    # without making 2**halvings, which overflows float32 past 2**127.
+    # of 2, none where it is at most 1 or NaN (exponent 0). ldexp makes 2**-halvings
+    # exactly, where 2.0**halvings overflows float32 past 2**127 (and ldexp(x, ...)
+    # itself gives x no gradient on torch 2.13).
     mantissa, exponent = torch.frexp(x.abs().max())
     halvings = (exponent - (mantissa == 0.5).int()).clamp(min=0)
-    return torch.ldexp(x, -halvings)
+    return x * torch.ldexp(x.new_ones(()), -halvings)
 
 
 def near_powers():  # a max just above 2**20, where a float32 log2 rounds to 20

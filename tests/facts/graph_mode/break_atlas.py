@@ -40,6 +40,16 @@ CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_
            "checkpoint_side_effect", "tolist", "apply_inside", "hook_handle_global", "sorted_tensors",
            "out_resized", "out_non_contiguous", "deepcopy_list", "numpy_interp", "numpy_tobytes", "int_index",
            "sorted_by_tensor", "bool_of_tensor", "if_on_count", "while_on_tensor", "float_of_tensor"}
+# What each of those may differ in: the parts its sentence says, and no other (a raise where the fix computes
+# differs in the output, its aliasing and gradients too).
+RAISED = {"raised", "out", "alias", "grads"}
+DIFFERS = {"deepcopy_module": {"params"}, "print_then_mutate": {"printed"}, "logger_info": {"logged"},
+           "forward_hook_print_reordered": {"printed"}, "resize_inside": RAISED, "checkpoint_side_effect": {"state"},
+           "tolist": {"out", "grads"}, "apply_inside": RAISED, "hook_handle_global": {"state"},
+           "sorted_tensors": {"out", "alias"}, "out_resized": {"raised"}, "out_non_contiguous": RAISED,
+           "deepcopy_list": {"raised", "out", "alias"}, "numpy_interp": RAISED, "numpy_tobytes": RAISED,
+           "int_index": {"alias"}, "sorted_by_tensor": {"alias"}, "bool_of_tensor": {"alias"},
+           "if_on_count": {"alias", "out"}, "while_on_tensor": {"alias"}, "float_of_tensor": {"warned"}}
 
 
 @check("graph_mode/break_atlas.py")
@@ -68,6 +78,9 @@ def _(record):
         # Normalised: no paths, addresses or line numbers.
         assert not re.search(r"0x[0-9a-fA-F]|/work/|site-packages|<venv>|line \d|\.py:\d", message), name
     assert {name for name, entry in atlas.items() if entry["changes"]} == CHANGES
+    assert set(DIFFERS) == CHANGES
+    for name in CHANGES:  # no difference hides behind a sentence that does not say it
+        assert set(atlas[name]["differs"]) <= DIFFERS[name], (name, atlas[name]["differs"])
     for name in CHANGES - {"resize_inside"}:  # each change is seen by the probe: the record shows it
         assert not atlas[name]["same"], name  # (resize_'s new memory may hold zeros, as the fix writes)
     assert results["changed"] == sorted(CHANGES)
