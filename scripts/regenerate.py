@@ -458,12 +458,14 @@ def list_plan(args, chosen: list[str]) -> int:
         return 0
     print(f"{len(todo)} of {len(chosen)} {records.LABELS[device]} records to make, in calls of --budget "
           f"{args.budget:g} s ({budget.RESERVE_S:g} s of each kept for packing); each expected to take what its "
-          f"last record took (an estimate):")
+          f"last record took (an estimate), one at a time: with --jobs the others share the machine while one "
+          f"marked 'alone' runs by itself, so a part makes at least this much:")
     for number, part in enumerate(plan, start=1):
         print(f"part {number}: {len(part)} snippets, about {sum(expected[s][0] for s in part):.0f} s")
         for snippet in part:
-            mark = "compared" if snippet in first else "        "
-            print(f"  {expected[snippet][0]:7.1f} s  {mark}  {snippet}  ({expected[snippet][1]})")
+            mark = ("compared" if snippet in first else "") + (" alone" if budget.runs_alone(
+                snippet, args.snippets_dir) else "")
+            print(f"  {expected[snippet][0]:7.1f} s  {mark.strip():<14}  {snippet}  ({expected[snippet][1]})")
     for snippet in too_long:
         print(f"no part: {snippet} is expected to take {expected[snippet][0]:.0f} s, more than a whole budget")
     return 0
