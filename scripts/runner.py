@@ -235,7 +235,9 @@ class TimedCalls:
     @classmethod
     def wanted(cls) -> TimedCalls | None:
         lock_folder = os.environ.get("MLC_ALONE")
-        gpu = _sibling("nvml").Reader.open() if os.environ.get("CUDA_VISIBLE_DEVICES") != "" else None
+        # MLC_NO_NVML=1 leaves the driver's library alone (should a box's NVML misbehave).
+        reads = os.environ.get("CUDA_VISIBLE_DEVICES") != "" and not os.environ.get("MLC_NO_NVML")
+        gpu = _sibling("nvml").Reader.open() if reads else None
         return cls(lock_folder, gpu) if lock_folder or gpu else None
 
     def patch(self, timer_class) -> None:

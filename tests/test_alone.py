@@ -266,3 +266,36 @@ def test_the_side_by_side_check_refuses_what_it_cannot_check(argv, says):
     done = subprocess.run([sys.executable, "-m", "scripts.side_by_side", "--device", "cpu", *argv], cwd=ROOT,
                           capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 2 and says in done.stderr
+
+
+class ClockThatDrops:
+    """A GPU whose SM clock drops from its third reading on."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def read(self) -> dict:
+        self.reads += 1
+        return {"sm_mhz": 1980 if self.reads < 3 else 1500, "power_w": 400.0 + self.reads, "temp_c": 50,
+                "utilization": 90, "throttle": None}
+
+
+def test_the_gpu_s_readings_around_each_timed_call_and_a_clock_that_moved(tmp_path):
+    from torch.utils import benchmark
+
+    from scripts import manifest, runner
+
+    class Timer(benchmark.Timer):  # patched alone, as the runner patches the snippet's Timer
+        pass
+
+    timed = runner.TimedCalls(None, ClockThatDrops())
+    timed.patch(Timer)
+    Timer("x + 1", globals={"x": 1}, label="steady").timeit(10)
+    Timer("x + 2", globals={"x": 1}, label="dropped").blocked_autorange(min_run_time=0.01)
+    timed.finish(tmp_path)
+    said = json.loads((tmp_path / runner.TIMED).read_text())
+    assert said["clocks"]["steady"]["sm_mhz"] == [1980, 1980] and said["clocks"]["steady"]["power_w"] == [401, 402]
+    assert said["clocks"]["dropped"]["sm_mhz"] == [1500, 1500]  # one call, read before and after: both dropped
+    assert "throttle" not in said["clocks"]["steady"] and "alone" not in said  # None is not kept; no lock
+    both = manifest.merge_timed([said, {"clocks": {"steady": {"sm_mhz": [1700, 1700]}}}])
+    assert manifest.clock_moved(both) == ["steady"] and manifest.clock_moved(said) == []
