@@ -4,12 +4,13 @@ section pauses the others for as long as it times.
 Two halves, one file, so the protocol is written once:
 
 - **In a snippet's process** (scripts/runner.py, when the recorder set `ENV`): `Lock.hold()` around every call
-  of a `torch.utils.benchmark.Timer` that measures. It takes an exclusive `flock` in the recorder's folder,
-  names itself in `holder`, waits until the recorder says every other snippet process is stopped (`paused`),
-  then drains: its own queued GPU work (`torch.cuda.synchronize`) and, where the recorder stopped someone and
-  NVML answers, until the GPU reads idle (the stopped processes' kernels already queued still run). It lets go
-  a moment after its last timed call (`LINGER_S`), so a snippet's rounds of A, B, A, B ... pause the others
-  once, not once a block.
+  of a `torch.utils.benchmark.Timer` that measures, and around Inductor's benchmarks of its kernel choices
+  (`hold(drain=False)`: a process is never stopped halfway through one). It takes an exclusive `flock` in
+  the recorder's folder, names itself in `holder`, and waits until the recorder says every other snippet
+  process is stopped (`paused`). A timed call then drains: its own queued GPU work (`torch.cuda.synchronize`)
+  and, where the recorder stopped someone and NVML answers, until the GPU reads idle (the stopped processes'
+  kernels already queued still run). It lets go a moment after its last timed call (`LINGER_S`), so a
+  snippet's rounds of A, B, A, B ... pause the others once, not once a block.
 - **In the recorder** (`together`, which scripts/regenerate.py enters with `--jobs`): `Pauser` watches
   `holder` and stops every other snippet's process group (SIGSTOP: its Python, its compile workers, its GPU
   launches) while one holds the lock, answers the holder with how many it stopped, then continues them
@@ -79,41 +80,48 @@ class Lock:
         self.fd: int | None = None
         self.later: threading.Timer | None = None
         self.guard = threading.Lock()
+        self.others, self.drained = 0, False  # how many the recorder stopped for this taking; drained since
         self.stats = {"held": 0, "waited_s": 0.0, "drained_s": 0.0, "unanswered": 0}
 
     @contextlib.contextmanager
-    def hold(self):
-        self.acquire()
+    def hold(self, drain: bool = True):
+        """The machine alone for the block. `drain=False` (a compiler's benchmark of its kernel choices, which
+        warms up and synchronises by itself) skips waiting for the stopped processes' queued GPU work."""
+        self.acquire(drain)
         try:
             yield
         finally:
             self.release()
 
-    def acquire(self) -> None:
+    def acquire(self, drain: bool = True) -> None:
         with self.guard:
             if self.later is not None:
                 self.later.cancel()
                 self.later = None
             self.depth += 1
-            if self.fd is not None:
-                return  # still held from a moment ago
-            started = time.monotonic()
-            self.fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            with contextlib.suppress(FileNotFoundError):
-                (self.folder / "paused").unlink()  # an answer to an earlier taking is no answer to this one
-            _write(self.folder / "holder", f"{os.getpid()}\n")
-            asked, answered, others = time.monotonic(), False, 0
-            while time.monotonic() - asked < ANSWER_S:
-                said = _read_answer(self.folder / "paused")
-                if said[0] == os.getpid():
-                    answered, others = True, said[1]
-                    break
-                time.sleep(POLL_S)
-            self.stats["held"] += 1
-            self.stats["waited_s"] += time.monotonic() - started
-            self.stats["unanswered"] += 0 if answered else 1
-            self.stats["drained_s"] += self.drain(others)
+            if self.fd is None:
+                self._take()
+            if drain and not self.drained:
+                self.stats["drained_s"] += self.drain(self.others)
+                self.drained = True
+
+    def _take(self) -> None:
+        started = time.monotonic()
+        self.fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        with contextlib.suppress(FileNotFoundError):
+            (self.folder / "paused").unlink()  # an answer to an earlier taking is no answer to this one
+        _write(self.folder / "holder", f"{os.getpid()}\n")
+        asked, answered, self.others, self.drained = time.monotonic(), False, 0, False
+        while time.monotonic() - asked < ANSWER_S:
+            said = _read_answer(self.folder / "paused")
+            if said[0] == os.getpid():
+                answered, self.others = True, said[1]
+                break
+            time.sleep(POLL_S)
+        self.stats["held"] += 1
+        self.stats["waited_s"] += time.monotonic() - started
+        self.stats["unanswered"] += 0 if answered else 1
 
     def release(self) -> None:
         with self.guard:

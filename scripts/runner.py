@@ -42,6 +42,7 @@ import os
 import re
 import runpy
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,10 @@ def graph_texts(value) -> list[str] | None:
 
 TIMER_MODULE = "torch.utils.benchmark.utils.timer"
 MEASURING = ("timeit", "blocked_autorange", "adaptive_autorange", "autorange", "repeat")
+# Inductor's benchmarks of its kernel choices (a reduction's configs, max-autotune's GEMMs): under the lock
+# too, so a process is never stopped halfway through one (the pause would count against that choice).
+BENCHMARKING_MODULE = "torch._inductor.runtime.benchmarking"
+BENCHMARKING = ("benchmark", "benchmark_gpu", "benchmark_cpu", "benchmark_gpu_with_cuda_graph")
 TIMED = "timed.json"  # what happened around the timed calls; the recorder moves it into the manifest
 
 
@@ -222,15 +227,17 @@ def _sibling(name: str):
 class TimedCalls:
     """Around every measuring call of a torch.utils.benchmark Timer: the recorder's lock, so the call has the
     machine alone (scripts/alone.py, when the recorder runs snippets side by side), and the GPU's clocks,
-    power and temperature before and after it (scripts/nvml.py, where a GPU is visible). Installed when the
-    snippet imports the Timer, so the snippet's own imports come in its order."""
+    power and temperature before and after it (scripts/nvml.py, where a GPU is visible). With the lock, also
+    around Inductor's own benchmarks of its choices (not drained: they warm up and synchronise by themselves).
+    Installed when the snippet imports the Timer (or Inductor its benchmarker), so the snippet's own imports
+    come in its order."""
 
     def __init__(self, lock_folder: str | None, gpu):
         alone = _sibling("alone") if lock_folder else None
         self.lock = alone.Lock(Path(lock_folder), alone.gpu_drain(gpu)) if alone else None
         self.gpu = gpu
         self.clocks: dict[str, dict[str, list]] = {}
-        self.depth = 0
+        self.inside = threading.local()  # a measuring call inside another, on this thread
 
     @classmethod
     def wanted(cls) -> TimedCalls | None:
@@ -244,21 +251,28 @@ class TimedCalls:
         for name in MEASURING:
             setattr(timer_class, name, self.wrap(getattr(timer_class, name)))
 
-    def wrap(self, method):
+    def patch_benchmarking(self, module) -> None:
+        """Every benchmarking method of Inductor's benchmarker classes (those the module defines)."""
+        for cls in [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__]:
+            for name in BENCHMARKING:
+                if name in vars(cls):
+                    setattr(cls, name, self.wrap(vars(cls)[name], timer=False))
+
+    def wrap(self, method, timer: bool = True):
         @functools.wraps(method)
-        def measuring(timer, *args, **kwargs):
-            if self.depth:  # a measuring call inside another: the outer one holds and reads
-                return method(timer, *args, **kwargs)
-            self.depth += 1
+        def measuring(owner, *args, **kwargs):
+            if getattr(self.inside, "depth", 0):  # inside another measuring call: the outer one holds and reads
+                return method(owner, *args, **kwargs)
+            self.inside.depth = 1
             try:
-                with self.lock.hold() if self.lock else contextlib.nullcontext():
-                    before = self.gpu.read() if self.gpu else None
-                    result = method(timer, *args, **kwargs)
-                    if self.gpu:
-                        self.note(timer._task_spec.label or timer._task_spec.stmt, before, self.gpu.read())
+                with self.lock.hold(drain=timer) if self.lock else contextlib.nullcontext():
+                    before = self.gpu.read() if self.gpu and timer else None
+                    result = method(owner, *args, **kwargs)
+                    if before is not None:
+                        self.note(owner._task_spec.label or owner._task_spec.stmt, before, self.gpu.read())
                     return result
             finally:
-                self.depth -= 1
+                self.inside.depth = 0
         return measuring
 
     def note(self, work: str, *readings: dict) -> None:
@@ -346,6 +360,8 @@ def main(argv: list[str]) -> int:
     timed = TimedCalls.wanted()
     if timed:
         sys.meta_path.insert(0, _AfterImport(TIMER_MODULE, lambda module: timed.patch(module.Timer)))
+        if timed.lock:
+            sys.meta_path.insert(0, _AfterImport(BENCHMARKING_MODULE, timed.patch_benchmarking))
     try:
         run(snippet, Path(folder), capture_stdout=False)
     finally:

@@ -299,3 +299,31 @@ def test_the_gpu_s_readings_around_each_timed_call_and_a_clock_that_moved(tmp_pa
     assert "throttle" not in said["clocks"]["steady"] and "alone" not in said  # None is not kept; no lock
     both = manifest.merge_timed([said, {"clocks": {"steady": {"sm_mhz": [1700, 1700]}}}])
     assert manifest.clock_moved(both) == ["steady"] and manifest.clock_moved(said) == []
+
+
+def test_inductor_s_own_benchmarks_take_the_lock_without_draining(tmp_path):
+    import torch._inductor.runtime.benchmarking as benchmarking
+
+    from scripts import runner
+
+    saved = {(cls, name): vars(cls)[name] for cls in vars(benchmarking).values()
+             if isinstance(cls, type) and cls.__module__ == benchmarking.__name__
+             for name in runner.BENCHMARKING if name in vars(cls)}
+    pauser = alone.Pauser(tmp_path, lambda: [os.getpid()])
+    pauser.start()
+    drains = []
+    try:
+        timed = runner.TimedCalls(str(tmp_path), None)
+        timed.lock.drain = lambda others: drains.append(others) or 0.0
+        timed.patch_benchmarking(benchmarking)
+        benchmarking.benchmarker.benchmark_cpu(lambda: sum(range(100)))
+        benchmarked = list(drains)
+        with timed.lock.hold():  # a timed call while the lock still lingers: it drains first
+            pass
+        timed.lock.close()
+    finally:
+        pauser.close()
+        for (cls, name), method in saved.items():
+            setattr(cls, name, method)
+    assert timed.lock.stats["held"] == 1 and timed.lock.stats["unanswered"] == 0
+    assert benchmarked == [] and drains == [0]  # a compiler's benchmark warms up and synchronises by itself
