@@ -259,8 +259,8 @@ some_mask = torch.zeros(8, 8, device=device).masked_fill(
     torch.ones(8, 8, device=device).triu(1).bool(), float("-inf"))
 case("none_then_tensor", "mask=None, then a mask tensor", attend,
      [call(x8, None), call(x8, some_mask)],
-     "always pass a tensor: an all-zeros mask, in the scores' dtype, where there "
-     "is none",
+     "always pass a tensor: an all-zeros mask, in the scores' shape (8x8, for x's 8 "
+     "rows) and dtype, where there is none",
      [call(x8, no_mask), call(x8, some_mask)])
 # --8<-- [end:tensors]
 
@@ -546,11 +546,21 @@ case("int_arg", "a Python int argument changes (2, 3, 4)", times,
      [call(x8, n) for n in (2, 3, 4)],
      "dynamic=True: the int is a symbol from the first compile",
      [call(x8, n) for n in (2, 3, 4)], fixed_options={"dynamic": True})
+def rate(value, x):  # a 0-d tensor of the float: float64, or for an integer x the
+    # default dtype, as x * value makes it (a float64 rate would make x * rate float64)
+    return torch.tensor(value, device=device, dtype=torch.float64 if
+                        x.is_floating_point() else torch.get_default_dtype())
+
+
+counts = (x8 * 4).round().long()  # an integer x
 case("float_arg", "a Python float argument changes (0.5, 0.25, 0.125)", times,
      [call(x8, v) for v in (0.5, 0.25, 0.125)],
-     "pass a 0-d tensor: torch.tensor(0.5, dtype=torch.float64)",
-     [call(x8, as_tensor(v)) for v in (0.5, 0.25, 0.125)],
-     also=([call(x8.double(), 0.1)], [call(x8.double(), as_tensor(0.1))]))
+     "pass a 0-d tensor: torch.tensor(0.5, dtype=torch.float64), for an integer x "
+     "in the default dtype",
+     [call(x8, rate(v, x8)) for v in (0.5, 0.25, 0.125)],
+     also=([call(x8.double(), 0.1), call(counts, 0.5), call(counts, 0.1)],
+           [call(x8.double(), rate(0.1, x8)), call(counts, rate(0.5, counts)),
+            call(counts, rate(0.1, counts))]))
 group = {"lr": 0.1}  # as in an optimizer's param_groups
 
 
