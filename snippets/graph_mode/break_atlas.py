@@ -219,10 +219,42 @@ def put_back(args, saved):  # undo what a run wrote into the shared inputs
                 a.copy_(value)
 
 
+def computes_the_same(broken, fixed, settings, around, probes, state):
+    """The fix, compiled, against the original run eagerly, on each probe's inputs,
+    and on the variants of the first (those the original takes without raising; one
+    that needs a gradient always), then once more with the generators started from
+    another seed than the cases set. Returns the parts that differ (none: the fix
+    computes the same) and the parts equal only to float rounding."""
+    torch._dynamo.reset()
+    differs, rounded = set(), set()
+    runs = [(make, 0, True) for make in probes] + [
+        (make, 0, kind == "grad") for kind, make in variants(probes[0]).items()]
+    # Every variant may recompile: past the limit the fix would run eagerly, unproven.
+    limits = has(("recompile_limit", 1000), ("accumulated_recompile_limit", 10000))
+    with config.patch(**settings, **limits):
+        compiled = torch.compile(fixed, backend="eager")
+        for make, seed, always in [*runs, (probes[0], 1, True)]:
+            args = make()
+            saved = [a.detach().clone() for a in args if torch.is_tensor(a)]
+            want = outcome(broken, fresh(args), state, seed)
+            put_back(args, saved)
+            if want["raised"] and not always:
+                continue  # an input the original does not take
+            got = outcome(lambda *a: (around or call)(compiled, *a), fresh(args),
+                          state, seed)
+            put_back(args, saved)
+            differs |= {part for part in want if not same(want[part], got[part])}
+            rounded |= {part for part in want
+                        if not same(want[part], got[part], exact=True)}
+    return sorted(differs), sorted(rounded - differs)
+# --8<-- [end:same]
+
+
 def variants(make):
     """The same probes for every case: its first inputs with each float tensor made to
     need a gradient, not contiguous (transposed; a vector, every other element of a
-    longer one), with a NaN that is not first, and with a huge value."""
+    longer one), with a NaN that is not first, with a huge value, made integer, bool
+    and half; and each vector empty, 0-d, of one element, 2-D and 2-D transposed."""
     def changed(change):
         def made():
             return tuple(change(a.detach()) if torch.is_tensor(a)
@@ -241,41 +273,23 @@ def variants(make):
         return torch.stack([a, a], -1)[..., 0] if a.dim() == 1 else (
             a.mT.contiguous().mT)
 
+    def vector(change):  # a change of a vector's shape; other tensors kept
+        return changed(lambda a: change(a) if a.dim() == 1 and len(a) else a)
+
     if not any(torch.is_tensor(a) and a.is_floating_point() for a in make()):
         return {}
     return {"grad": changed(lambda a: a.clone().requires_grad_()),
             "transposed": changed(transpose),
             "nan": changed(put(1, lambda dtype: float("nan"))),
-            "huge": changed(put(0, lambda dtype: torch.finfo(dtype).max * 0.9))}
-
-
-def computes_the_same(broken, fixed, settings, around, probes, state):
-    """The fix, compiled, against the original run eagerly, on each probe's inputs,
-    and on the variants of the first (those the original takes without raising; one
-    that needs a gradient always), then once more with the generators started from
-    another seed than the cases set. Returns the parts that differ (none: the fix
-    computes the same) and the parts equal only to float rounding."""
-    torch._dynamo.reset()
-    differs, rounded = set(), set()
-    runs = [(make, 0, True) for make in probes] + [
-        (make, 0, kind == "grad") for kind, make in variants(probes[0]).items()]
-    with config.patch(**settings):
-        compiled = torch.compile(fixed, backend="eager")
-        for make, seed, always in [*runs, (probes[0], 1, True)]:
-            args = make()
-            saved = [a.detach().clone() for a in args if torch.is_tensor(a)]
-            want = outcome(broken, fresh(args), state, seed)
-            put_back(args, saved)
-            if want["raised"] and not always:
-                continue  # an input the original does not take
-            got = outcome(lambda *a: (around or call)(compiled, *a), fresh(args),
-                          state, seed)
-            put_back(args, saved)
-            differs |= {part for part in want if not same(want[part], got[part])}
-            rounded |= {part for part in want
-                        if not same(want[part], got[part], exact=True)}
-    return sorted(differs), sorted(rounded - differs)
-# --8<-- [end:same]
+            "huge": changed(put(0, lambda dtype: torch.finfo(dtype).max * 0.9)),
+            "integer": changed(lambda a: (a * 4).round().long()),
+            "bool": changed(lambda a: a > 0),
+            "half": changed(lambda a: a.half()),
+            "empty": vector(lambda a: a[:0]),
+            "0-d": vector(lambda a: a[0].clone()),
+            "one": vector(lambda a: a[:1].clone()),
+            "2-D": vector(lambda a: torch.stack([a, -a * 2])),
+            "2-D transposed": vector(lambda a: torch.stack([a, -a * 2]).t())}
 
 
 class State:
@@ -370,16 +384,28 @@ def while_on_tensor(x):
 def while_on_tensor_fixed(x):
     # The number of halvings, as a tensor: max = mantissa * 2**exponent, mantissa in
     # [0.5, 1), so the loop halves exponent times, once less where the max is a power
-    # of 2, none where it is at most 1 or NaN (exponent 0). ldexp makes 2**-halvings
-    # exactly, where 2.0**halvings overflows float32 past 2**127 (and ldexp(x, ...)
-    # itself gives x no gradient on torch 2.13).
-    mantissa, exponent = torch.frexp(x.abs().max())
+    # of 2, none where it is at most 1 or NaN (exponent 0); frexp in float64, which
+    # holds integers exactly. ldexp makes 2**-halvings, where 2.0**halvings overflows
+    # float32 past 2**127 (and ldexp(x, ...) gives x no gradient on torch 2.13). One
+    # scaling rounds once, where the loop rounds at each halving: results that become
+    # subnormal may differ in their last bits. An integer x becomes the default
+    # float dtype, as x / 2 makes it.
+    mantissa, exponent = torch.frexp(x.abs().max().double())
     halvings = (exponent - (mantissa == 0.5).int()).clamp(min=0)
-    return x * torch.ldexp(x.new_ones(()), -halvings)
+    dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+    return x * torch.ldexp(torch.ones((), dtype=dtype, device=x.device), -halvings)
 
 
 def near_powers():  # a max just above 2**20, where a float32 log2 rounds to 20
     return (torch.tensor([2.0**20 + 0.125, 1.0, -3.0], device=device),)
+
+
+def small_integers():  # none above 1: the original returns x, int64
+    return (torch.tensor([1, 0, -1], device=device),)
+
+
+def integers():  # halved: float32, as x / 2 makes them
+    return (torch.tensor([4, 1], device=device),)
 
 
 def powers():  # a max of exactly 2**20
@@ -388,9 +414,10 @@ def powers():  # a max of exactly 2**20
 
 add("while_on_tensor", "while on a tensor's value", while_on_tensor,
     "compute the loop count as a tensor (torch.frexp), scale once (torch.ldexp)",
-    while_on_tensor_fixed, "rewrite", probes=(*BRANCHES, with_nan, near_powers, powers),
-    changes="The result is a new tensor, where the original returned x itself when "
-            "no value was above 1.")
+    while_on_tensor_fixed, "rewrite",
+    probes=(*BRANCHES, with_nan, near_powers, powers, small_integers, integers),
+    changes="The result is a new tensor, where the original returned x itself (an "
+            "integer x unconverted) when no value was above 1.")
 
 
 def raise_on_tensor(x):
@@ -438,13 +465,19 @@ def clamp_if(x):
     return x * 2
 
 
-def clamp_always(x):  # the hint: branchless, a no-op where nothing is above 1
-    return x.clamp(max=1) * 2
+def clamp_where(x):
+    # Not clamp always (the hint): clamp(max=1) passes no gradient at exactly 1 on
+    # torch 2.15, so a clamp nothing needed would change the gradient.
+    return torch.where((x > 1).any(), x.clamp(max=1), x) * 2
+
+
+def at_one():  # a value exactly 1, none above: its gradient too
+    return (torch.tensor([1.0, 0.5], device=device, requires_grad=True),)
 
 
 add("clamp_if", "if any value is too large, clamp", clamp_if,
-    "clamp always (the message's hint: branchless)", clamp_always, "where_or_cond",
-    probes=BRANCHES)
+    "torch.where on (x > 1).any() (branchless)", clamp_where, "where_or_cond",
+    probes=(*BRANCHES, at_one))
 
 
 def nan_if(x):
@@ -471,10 +504,14 @@ def bool_of_tensor_fixed(x):
     return torch.where(x.any(), x * 2, x)
 
 
+def all_false():
+    return (torch.zeros(3, device=device, dtype=torch.bool),)
+
+
 add("bool_of_tensor", "bool(tensor)", bool_of_tensor, "torch.where",
-    bool_of_tensor_fixed, "where_or_cond", probes=BRANCHES,
-    changes="The result is a new tensor, where the original returned x itself when "
-            "x was all zeros.")
+    bool_of_tensor_fixed, "where_or_cond", probes=(*BRANCHES, all_false),
+    changes="The result is a new tensor, where the original returned x itself (a bool "
+            "x stayed bool) when x was all zeros.")
 
 
 def where_by_mask_sum(x):
@@ -490,7 +527,8 @@ def where_by_mask_sum_fixed(x):
 add("if_on_count", "if on a count of elements", where_by_mask_sum, "torch.where",
     where_by_mask_sum_fixed, "where_or_cond", probes=BRANCHES,
     changes="The result is a new contiguous tensor, where the original returned x "
-            "itself when at most one value was positive, else x.relu() in x's layout.")
+            "itself when at most one value was positive, else x.relu() in x's layout "
+            "(a bool x raises, where the original returned it).")
 
 # Tensor values as Python numbers.
 CAPTURE = {"capture_scalar_outputs": True}
@@ -565,8 +603,9 @@ def tolist_fixed(x):
 
 add("tolist", "Tensor.tolist() in a comprehension", tolist, "a tensor op",
     tolist_fixed, "rewrite", probes=(grad3,),
-    changes="The result keeps x's gradient, device and dtype, where torch.tensor() of "
-            "the list made a new CPU tensor without one (float32, or int64 for ints).")
+    changes="For a 1-D x only: the result keeps x's gradient, device and dtype, where "
+            "torch.tensor() of the list made a new CPU tensor without one (float32, or "
+            "int64 for ints).")
 
 
 def max_of_tolist(x):
@@ -574,14 +613,19 @@ def max_of_tolist(x):
 
 
 def max_of_tolist_fixed(x):
-    # max() keeps a NaN only where it comes first (a NaN compares false): so does this.
+    if x.numel() == 0:  # a shape, known when compiling: as max() of no values raises
+        raise ValueError("max() iterable argument is empty")
     values = x.detach()
+    if not values.is_floating_point():  # integers and bools: no NaN
+        return x * values.max()
+    # max() keeps a NaN only where it comes first (a NaN compares false): so does this.
     first, rest = values[0], values.masked_fill(values.isnan(), -torch.inf).max()
     return x * torch.where(first.isnan(), first, rest)
 
 
 add("max_of_tolist", "max() of Tensor.tolist()", max_of_tolist,
-    "Tensor.max(), detached as a Python number is, NaNs skipped as max() skips them",
+    "Tensor.max(), detached as a Python number is, NaNs skipped as max() skips them "
+    "(where the largest is a zero of both signs, its sign may differ)",
     max_of_tolist_fixed, "rewrite", probes=(grad3, with_nan))
 
 
@@ -591,8 +635,10 @@ def sorted_by_tensor(x):
 
 
 def sorted_by_tensor_fixed(x):
-    rows = torch.stack([x, x * 2, -x])
-    return rows.index_select(0, rows.sum(1).argmin().view(1))[0]
+    rows = [x, x * 2, -x]
+    first = torch.stack([t.sum() for t in rows]).argmin()
+    # Picked elementwise, so the result keeps x's layout, as each row has it.
+    return torch.where(first == 0, rows[0], torch.where(first == 1, rows[1], rows[2]))
 
 
 add("sorted_by_tensor", "sorted() keyed on tensor values", sorted_by_tensor,
@@ -1152,7 +1198,7 @@ add("forward_hook_print", "a forward hook that prints", forward_hook_prints,
 add("forward_hook_print_reordered", "a forward hook that prints, print reordered",
     forward_hook_prints, "reorderable_logging_functions={print}", forward_hook_prints,
     "config", REORDER,
-    changes="Where the record says it differs, the hook's print did not run at all.")
+    changes="The hook's print does not run at all: nothing is printed.")
 
 
 # Builtins, the standard library, C extensions.
@@ -1806,7 +1852,8 @@ def nested(x):
 
 def padded(x):  # what to_padded_tensor returns: each row padded with 0 to the longest
     x = x.detach()  # nested_tensor copies its rows without their gradient
-    rows = torch.nn.functional.pad(x[:2], (0, 0) * (x.dim() - 1) + (0, len(x) - 2))
+    pad = len(x) - len(x[:2])  # x[:2] has fewer rows only where x has more than 2
+    rows = torch.nn.functional.pad(x[:2], (0, 0) * (x.dim() - 1) + (0, pad))
     return torch.stack([x, rows])
 
 
@@ -2209,13 +2256,16 @@ def out_empty(x):
 
 
 def out_sized(x):
-    out = torch.empty(x.shape, device=x.device)  # out= at the result's shape
+    # out= at the result's shape and layout (out= resizes to x's strides), in out's
+    # dtype, the default one.
+    out = torch.empty_like(x, dtype=torch.get_default_dtype())
     torch.mul(x, 2, out=out)
     return out
 
 
 add("out_resized", "out= a tensor of another shape (resized)", out_empty,
-    "make out= the result's shape (its dtype kept)", out_sized, "rewrite",
+    "make out= as x is laid out, in out='s dtype (torch.empty_like)", out_sized,
+    "rewrite",
     probes=(doubles, grad3),
     changes="Where x needs a gradient, out= raises in both, but compiled as a "
             "TorchRuntimeError.")
@@ -2413,6 +2463,35 @@ def power_halvings(x):  # 2.0**halvings: float32, inf past 128 halvings
     return x / 2.0**halvings
 
 
+def float_halvings(x):  # frexp of x's own max: floats only
+    mantissa, exponent = torch.frexp(x.abs().max())
+    halvings = (exponent - (mantissa == 0.5).int()).clamp(min=0)
+    return x * torch.ldexp(x.new_ones(()), -halvings)
+
+
+def float_max(x):  # masked_fill of -inf: floats only
+    values = x.detach()
+    first, rest = values[0], values.masked_fill(values.isnan(), -torch.inf).max()
+    return x * torch.where(first.isnan(), first, rest)
+
+
+def row_sums(x):  # rows.sum(1): a vector's rows only
+    rows = torch.stack([x, x * 2, -x])
+    return rows.index_select(0, rows.sum(1).argmin().view(1))[0]
+
+
+def padded_by_two(x):  # len(x) - 2: negative for one row
+    x = x.detach()
+    rows = torch.nn.functional.pad(x[:2], (0, 0) * (x.dim() - 1) + (0, len(x) - 2))
+    return torch.stack([x, rows])
+
+
+def out_shaped(x):  # contiguous, where out= takes x's layout
+    out = torch.empty(x.shape, device=x.device)
+    torch.mul(x, 2, out=out)
+    return out
+
+
 def nested_padded(x):  # the rows padded and stacked, keeping their gradient
     return torch.stack([x, torch.nn.functional.pad(x[:2], (0, 1))])
 
@@ -2434,6 +2513,13 @@ earlier_fixes = {
     "while_on_tensor: overflow": power_halvings,
     "resize_as: empty_like": lambda x: torch.empty_like(x).copy_(x) * 2,
     "manual_seed: never seeded": lambda x: x + torch.rand(3, device=x.device),
+    # A third hostile read: each caught by a variant added since (an integer, one
+    # element, a 2-D or a transposed 2-D input).
+    "while_on_tensor: floats only": float_halvings,
+    "max_of_tolist: floats only": float_max,
+    "sorted_by_tensor: rows.sum(1)": row_sums,
+    "nested_tensor: len(x) - 2": padded_by_two,
+    "out_resized: torch.empty(x.shape)": out_shaped,
 }
 caught = {}
 with quiet_output, quiet_log, warnings.catch_warnings():

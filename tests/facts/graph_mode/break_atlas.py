@@ -30,11 +30,13 @@ ONCE_WRONG = ("manual_seed", "requires_grad_inside", "parameter_inside", "module
 # Fixes a hostile read found changing the program, now equal on the probe that showed it (a gradient, a
 # non-contiguous input, a replaced parameter, a failing check, a max just above a power of 2, a NaN not first).
 MADE_EQUAL = ("nested_tensor", "random_", "torch_check_message", "set_of_parameters", "item", "max_of_tolist",
-              "compiler_disable", "data_assign", "resize_as", "one_hot")
+              "compiler_disable", "data_assign", "resize_as", "one_hot", "clamp_if")
 # Earlier fixes the probe is tried on: each case's fix as an earlier version shipped it.
 EARLIER = {"item", "max_of_tolist", "while_on_tensor", "nested_tensor", "random_", "torch_check_message",
            "set_of_parameters", "compiler_disable", "data_assign", "max_of_tolist: NaN", "while_on_tensor: overflow",
-           "resize_as: empty_like", "manual_seed: never seeded"}
+           "resize_as: empty_like", "manual_seed: never seeded", "while_on_tensor: floats only",
+           "max_of_tolist: floats only", "sorted_by_tensor: rows.sum(1)", "nested_tensor: len(x) - 2",
+           "out_resized: torch.empty(x.shape)"}
 # Fixes that must change what the program does, each saying how in one sentence.
 CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_print_reordered", "resize_inside",
            "checkpoint_side_effect", "tolist", "apply_inside", "hook_handle_global", "sorted_tensors",
@@ -48,8 +50,9 @@ DIFFERS = {"deepcopy_module": {"params"}, "print_then_mutate": {"printed"}, "log
            "tolist": {"out", "grads"}, "apply_inside": RAISED, "hook_handle_global": {"state"},
            "sorted_tensors": {"out", "alias"}, "out_resized": {"raised"}, "out_non_contiguous": RAISED,
            "deepcopy_list": {"raised", "out", "alias"}, "numpy_interp": RAISED, "numpy_tobytes": RAISED,
-           "int_index": {"alias"}, "sorted_by_tensor": {"alias"}, "bool_of_tensor": {"alias"},
-           "if_on_count": {"alias", "out"}, "while_on_tensor": {"alias"}, "float_of_tensor": {"warned"}}
+           "int_index": {"alias"}, "sorted_by_tensor": {"alias"}, "bool_of_tensor": {"alias", "out"},
+           "if_on_count": {"alias", "out", "raised"}, "while_on_tensor": {"alias", "out"},
+           "float_of_tensor": {"warned"}}
 
 
 @check("graph_mode/break_atlas.py")
