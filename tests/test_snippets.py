@@ -138,6 +138,8 @@ DIFFERENT_ON_PURPOSE = {
     "normalise": "each snippet's output code hides what its page does not show",
     "ops": "each snippet names the ops of its own graphs",
     "randn": "each snippet's own inputs (a dtype in one, a scale in the other)",
+    "row_sums": "inductor_matmul_softmax's reduction of its lesson; break_atlas's an earlier, wrong fix of "
+                "sorted_by_tensor that its probe must catch",
     "report": "cuda_graphs prints a timing; dynamo_bytecode's is the untraced Python call of its lesson",
     "sass_of": "triton_pipeline reads SASS from text; triton_linear_relu from a compiled kernel",
     "show": "each snippet prints its own table",
