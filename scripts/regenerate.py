@@ -334,8 +334,9 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
         unsteady = {}
 
     timed = manifest.merge_timed([read_timed(work)])
+    moved = manifest.clock_moved(timed)
     made = manifest.make(snippet, source, args.device, status, duration, env_info, overrides, work / records.FILES,
-                         side_by_side, unsteady, timed, manifest.clock_moved(timed))
+                         side_by_side, unsteady, timed, moved)
     (work / records.MANIFEST).write_text(json.dumps(made, indent=2) + "\n")
     if status != 0:
         kept = records.record_dir(snippet, args.device, args.failed_dir)
@@ -350,7 +351,6 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     shutil.rmtree(records.record_dir(snippet, args.device, args.failed_dir), ignore_errors=True)
     if args.snippets_dir.resolve() == records.SNIPPETS and args.outputs_dir.resolve().is_relative_to(records.OUTPUTS):
         note_recorded(snippet, args, env_info)  # a record of this repository: the suite's check reuses it
-    moved = manifest.clock_moved(timed)
     return True, duration, why_not or unsteady_warning(unsteady) or (
         f"CLOCK MOVED while timing {', '.join(moved)} (its manifest's timed_sections)" if moved else "")
 

@@ -94,12 +94,18 @@ def side_by_side(tmp_path):
             process.wait()
 
 
-def test_while_one_process_times_the_others_are_stopped_and_go_on_after(side_by_side):
-    folder, counter, processes, pauser = side_by_side
-    holder = start(HOLDER.format(root=str(ROOT)), str(folder), str(counter), "live")
+def hold(side_by_side, mode: str) -> dict:
+    """Run a holder beside the counter; what it saw of the counter and of its lock."""
+    folder, counter, processes, _ = side_by_side
+    holder = start(HOLDER.format(root=str(ROOT)), str(folder), str(counter), mode)
     processes.append(holder)
     out, _ = holder.communicate(timeout=HANG_S)
-    said = json.loads(out.splitlines()[-1])
+    return json.loads(out.splitlines()[-1])
+
+
+def test_while_one_process_times_the_others_are_stopped_and_go_on_after(side_by_side):
+    _, counter, _, pauser = side_by_side
+    said = hold(side_by_side, "live")
     assert said["first"] == said["last"], "the counter went on while the lock was held"
     assert said["stats"]["held"] == 1 and said["stats"]["unanswered"] == 0
     assert pauser.pauses == 1
@@ -107,11 +113,8 @@ def test_while_one_process_times_the_others_are_stopped_and_go_on_after(side_by_
 
 
 def test_a_second_taking_of_the_lock_waits_for_its_own_answer(side_by_side):
-    folder, counter, processes, pauser = side_by_side
-    holder = start(HOLDER.format(root=str(ROOT)), str(folder), str(counter), "twice")
-    processes.append(holder)
-    out, _ = holder.communicate(timeout=HANG_S)
-    said = json.loads(out.splitlines()[-1])
+    said = hold(side_by_side, "twice")
+    pauser = side_by_side[3]
     assert said["first"] == said["last"] and said["stats"]["held"] == 2 and said["stats"]["unanswered"] == 0
     assert pauser.pauses == 2
 
