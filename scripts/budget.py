@@ -18,12 +18,19 @@ record's duration once per process. What a part records is
 fresh at home once unpacked and committed, so the next part, from the same command, goes on where this one
 stopped.
 
+A snippet that a budget stops before it finishes (its estimate was short: a CPU record's duration says little of
+a GPU's autotuning, say) leaves what it showed in <release>/<device>/budget-stops.json (note_stop): how long it
+ran, how many of its processes finished, and the least it would have needed. The archive carries that file
+home, and later plans expect at least that much, so the same snippet is not started short again.
+
 Needs only the standard library and the recorder's modules: the GPU box has no mkdocs.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from pathlib import Path
 
 from scripts import directives, records
@@ -70,6 +77,7 @@ def estimates(snippets: list[str], device: str, outputs: Path = records.OUTPUTS,
               snippets_dir: Path = records.SNIPPETS) -> dict[str, tuple[float, str]]:
     """snippet -> (expected seconds, where the figure comes from)."""
     found: dict[str, tuple[float, str]] = {}
+    made_on_device: dict[str, str] = {}  # snippet -> the date of its record on `device`
     for snippet in snippets:
         for on in dict.fromkeys((device, "cpu")):
             made = records.releases_of(snippet, on, outputs, snippets_dir)
@@ -84,9 +92,55 @@ def estimates(snippets: list[str], device: str, outputs: Path = records.OUTPUTS,
                     seconds *= records.PROCESSES  # it times on the GPU only: one run per fresh process
                     whence += f" × {records.PROCESSES} processes"
                 found[snippet] = (seconds, f"{whence} (torch {record.release})")
+                if on == device:
+                    made_on_device[snippet] = str(record.manifest.get("date", ""))
                 break
+    stopped = stops_of(device, outputs)
+    for snippet, seen in stopped.items():
+        answered = made_on_device.get(snippet, "") > seen["date"]  # a record made since: its duration is known
+        if snippet in found and not answered and seen["at_least_s"] > found[snippet][0]:
+            found[snippet] = (float(seen["at_least_s"]), f"a budget stopped it on {records.LABELS[device]} after "
+                                                          f"{seen['ran_s']:.0f} s (torch {seen['torch']})")
     longest = max((seconds for seconds, _ in found.values()), default=600.0)
     return {s: found.get(s, (longest, "no record yet: the longest known")) for s in snippets}
+
+
+def at_least(ran_s: float, detail: str, processes: int) -> float:
+    """The least a snippet stopped by a budget after `ran_s` seconds would have needed, from the recorder's
+    reason ("timed out after 77.9 s in process 2 of 5"): the processes that finished took what they took, and
+    each one left takes at least as long as their mean and as the one cut short ran."""
+    cut = re.search(r"timed out after ([\d.]+) s", detail)
+    cut_s = float(cut.group(1)) if cut else ran_s
+    which = re.search(r"in process (\d+) of (\d+)", detail)
+    number, total = (int(which.group(1)), int(which.group(2))) if which else (1, processes)
+    done = number - 1
+    before = max(ran_s - cut_s, 0.0)
+    each = max(before / done if done else 0.0, cut_s)
+    return before + (total - done) * each if which or done else max(ran_s, cut_s)
+
+
+def note_stop(device_dir: Path, snippet: str, ran_s: float, detail: str, processes: int, torch: str) -> dict:
+    """Keep, beside the device's records, that a budget stopped `snippet` and the least it would have needed."""
+    path = device_dir / records.STOPS
+    said = json.loads(path.read_text()) if path.is_file() else {}
+    seen = {"torch": torch, "ran_s": round(ran_s, 1), "detail": detail.splitlines()[0] if detail else "",
+            "at_least_s": round(at_least(ran_s, detail, processes), 1),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    said[snippet] = seen
+    device_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(said.items())), indent=1) + "\n")
+    return seen
+
+
+def stops_of(device: str, outputs: Path = records.OUTPUTS) -> dict[str, dict]:
+    """snippet -> what a budget's stop showed it needs on `device`, over every release's records (the largest)."""
+    found: dict[str, dict] = {}
+    for root in records.release_roots(outputs).values():
+        path = root / device / records.STOPS
+        for snippet, seen in (json.loads(path.read_text()) if path.is_file() else {}).items():
+            if snippet not in found or seen["at_least_s"] > found[snippet]["at_least_s"]:
+                found[snippet] = seen
+    return found
 
 
 def order(snippets: list[str], expected: dict[str, tuple[float, str]], first: set[str]) -> list[str]:

@@ -6,6 +6,7 @@ Needs only the standard library: the GPU box runs it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -14,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from scripts import records
-from scripts.records import DEVICES
+from scripts.records import DEVICES, STOPS
 
 
 class ArchiveError(Exception):
@@ -46,6 +47,9 @@ def pack(outputs_dir: Path, device: str, archive: Path, failed_dir: Path | None 
         for record in failed:
             tar.add(record.folder, arcname="failed/" + record.folder.relative_to(failed_dir).as_posix(),
                     filter=_plain)
+        stops = outputs_dir / device / STOPS
+        if stops.is_file():  # what a budget's stops showed, for the plans at home
+            tar.add(stops, arcname=f"{device}/{STOPS}", filter=_plain)
     partial.rename(archive)
     return len(found), len(failed)
 
@@ -89,12 +93,26 @@ def unpack(archive: Path, outputs_dir: Path, failed_dir: Path = records.FAILED) 
             final.parent.mkdir(parents=True, exist_ok=True)
             swap_into_place(record.folder, final)
         for device in DEVICES:
+            merge_stops(Path(tmp) / device / STOPS, outputs_dir, device)
             for record in records.find_records(device, Path(tmp) / "failed"):
                 final = (records.release_root(record.release, failed_dir)
                          / record.folder.relative_to(Path(tmp) / "failed"))
                 final.parent.mkdir(parents=True, exist_ok=True)
                 swap_into_place(record.folder, final)
     return len(found)
+
+
+def merge_stops(carried: Path, outputs_dir: Path, device: str) -> None:
+    """Add the stops an archive carries (records.STOPS) to those kept at home, each under the torch release
+    that saw it; a stop that a record made since then answers is dropped by the plans, not here."""
+    if not carried.is_file():
+        return
+    for snippet, seen in json.loads(carried.read_text()).items():
+        path = records.release_root(records.release_of(seen["torch"]), outputs_dir) / device / STOPS
+        said = json.loads(path.read_text()) if path.is_file() else {}
+        said[snippet] = seen
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(dict(sorted(said.items())), indent=1) + "\n")
 
 
 def _mkdir(path: Path) -> Path:

@@ -47,6 +47,7 @@ FAILED = CACHE / "regenerate" / "failed"
 CONSTRAINTS = run_env.CONSTRAINTS
 RELEASE_PREFIX = "torch-"  # docs/outputs/torch-2.11.0/ holds torch 2.11.0's records
 DEVICES = ("cuda", "cpu")
+STOPS = "budget-stops.json"  # beside a device's records: the snippets a --budget stopped (scripts/budget.py)
 LABELS = {"cuda": "CUDA", "cpu": "CPU"}
 MANIFEST_KEYS = ("snippet", "sha256", "device", "command", "exit_status", "duration_s", "date", "environment")
 STATES = ("fresh", "stale", "failed", "corrupt", "missing")

@@ -545,6 +545,11 @@ def regenerate(args) -> int:
                 unsteady.extend([snippet] if ok and detail.startswith("UNSTEADY") else [])
             verdict = "ran    " if ok else "FAILED "
             say(f"{prefix} {verdict} {snippet} in {duration:.1f} s" + (f": {detail}" if detail else ""))
+            if not ok and args.budget and "timed out" in detail and time.monotonic() >= args.deadline - 1:
+                seen = budget.note_stop(args.outputs_dir / args.device, snippet, duration, detail, args.processes,
+                                        records.release_of(version_of("torch")))
+                say(f"{prefix}   the budget stopped it: it needs at least {seen['at_least_s']:.0f} s here, which "
+                    f"later plans expect ({records.STOPS}, packed with the records)")
 
         try:
             with alone.together(args.jobs, lambda: [p.pid for p in list(RUNNING)], stop_all) as pool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import records
+from scripts import budget, records
 from scripts.regenerate import cuda_available, recover
 
 ROOT = records.ROOT
@@ -733,6 +733,33 @@ def test_a_budgeted_run_stops_a_snippet_that_overruns_the_budget(tree):
     assert time.monotonic() - started < 26
     assert done.returncode == 1 and "timed out after" in done.stdout
     assert (record(tree) / "stdout.txt").read_text().startswith("hello from")  # the old record stands
+
+
+def test_a_snippet_the_budget_stops_is_expected_at_home_to_need_at_least_what_it_showed(tree):
+    assert regenerate(tree).returncode == 0
+    (tree / "snippets" / "demo" / "hello.py").write_text(SLOW)
+    with_duration(tree, "hello", 1)  # the estimate says a second; it needs more
+    done = regenerate(tree, "--budget", "26", "--archive", str(tree / "part.tar.gz"))
+    assert done.returncode == 1 and "the budget stopped it" in done.stdout, done.stdout
+    seen = json.loads((tree / "outputs" / "cpu" / records.STOPS).read_text())["demo/hello.py"]
+    assert seen["at_least_s"] >= seen["ran_s"] > 1 and "timed out after" in seen["detail"]
+    with tarfile.open(tree / "part.tar.gz") as tar:
+        assert f"cpu/{records.STOPS}" in tar.getnames()  # it travels home with the part
+    home = tree / "home"
+    unpacked = subprocess.run([sys.executable, "-m", "scripts.regenerate", "--unpack", str(tree / "part.tar.gz"),
+                               "--outputs-dir", str(home)], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert json.loads((home / "cpu" / records.STOPS).read_text()) == {"demo/hello.py": seen}
+    plan = regenerate(tree, "--list", "--budget", "9m")
+    line = next(line for line in plan.stdout.splitlines() if line.strip().endswith(")") and "hello" in line)
+    assert "a budget stopped it" in line and float(line.split()[0]) == pytest.approx(seen["at_least_s"], abs=0.1)
+
+
+def test_a_stopped_snippet_needs_the_processes_it_did_not_reach():
+    """What finished counts as it was; each process not reached takes at least their mean and the cut one."""
+    assert budget.at_least(184.4, "timed out after 77.9 s in process 2 of 5", 5) == pytest.approx(532.5)
+    assert budget.at_least(300, "timed out after 120 s in process 3 of 5", 5) == pytest.approx(540)
+    assert budget.at_least(50, "timed out after 50 s", 5) == 50  # the first process: whether it repeats is unknown
 
 
 def test_the_plan_shares_the_work_between_parts_in_priority_order(tree):
