@@ -26,8 +26,9 @@ Directives sit in HTML comments, so a page read on GitHub stays clean.
     <!-- md:hardware SNIPPET [device=cuda|cpu] -->
         The GPU's (or CPU's) name, from the record.
 
-    <!-- md:recorded SNIPPET [device=cuda|cpu] -->   (alone on its line; device= defaults to cuda here)
-    ...shown when that record exists...
+    <!-- md:recorded SNIPPET [device=cuda|cpu] [stale=yes|no] -->   (alone on its line; device= defaults to cuda)
+    ...shown when that record exists (with stale=yes: exists and was made by older code than the snippet's;
+    stale=no: exists and is not stale), so a sentence about an old record's defect goes when it is remade...
     <!-- md:else -->                                 (optional)
     ...shown when it does not...
     <!-- md:end -->
@@ -115,7 +116,7 @@ SPECS = {
     "value": Spec("inline", ("SNIPPET", "KEY"), ("device", "fmt", "scale", "unit", "yes", "no", "release")),
     "compare": Spec("inline", ("SNIPPET", "KEY_A", "KEY_B"), ("device", "what", "size", "why", "range")),
     "hardware": Spec("inline", ("SNIPPET",), ("device",)),
-    "recorded": Spec("conditional", ("SNIPPET",), ("device",)),
+    "recorded": Spec("conditional", ("SNIPPET",), ("device", "stale")),
     "else": Spec("conditional", ()),
     "end": Spec("conditional", ()),
 }
@@ -263,7 +264,13 @@ def conditionals(markdown: str, page) -> str:
                 if d.name == "recorded":
                     if state is not None:
                         raise DirectiveError("md:recorded blocks do not nest; close the first with md:end")
-                    state = (page.record(d.args[0], d.options.get("device", "cuda")).exists, directive)
+                    record = page.record(d.args[0], d.options.get("device", "cuda"))
+                    keep = record.exists
+                    if "stale" in d.options:
+                        if d.options["stale"] not in ("yes", "no"):
+                            raise DirectiveError(f"stale= is yes or no, not {d.options['stale']!r}")
+                        keep = keep and (record.state == "stale") == (d.options["stale"] == "yes")
+                    state = (keep, directive)
                 elif state is None:
                     raise DirectiveError(f"md:{d.name} without an md:recorded before it")
                 elif d.name == "else":

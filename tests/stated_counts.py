@@ -16,7 +16,6 @@ HELD = {
     "dissecting/benchmarking.md": {
         "two lines": "fact: an idiom ('two lines of code'), not a count of the snippet",
         "five calls": "facts/dissecting/bench_small_matmul_softmax.py",  # the first calls, five of each
-        "two kernels": "fact: ATen's mm and _softmax, and the compiled mm and fused softmax: one op one kernel",
         "ten calls": "fact: a quiz's hypothetical mean, not a count of the snippet",
     },
     "dissecting/bytecode.md": {

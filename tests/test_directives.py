@@ -208,6 +208,17 @@ def test_recorded_without_else_drops_the_block_when_the_record_is_missing(tree):
     assert expand(tree, markdown.replace("device=cuda", "device=cpu")) == "a\ncuda only\nb\n"
 
 
+def test_recorded_stale_keeps_a_sentence_only_while_the_record_is_older_than_its_snippet(tree):
+    write_record(tree, "cpu")
+    markdown = ("a\n<!-- md:recorded demo/hello.py device=cpu stale=yes -->\nold code made it\n<!-- md:else -->\n"
+                "fresh or missing\n<!-- md:end -->\nb\n")
+    assert expand(tree, markdown) == "a\nfresh or missing\nb\n"
+    assert expand(tree, markdown.replace("stale=yes", "stale=no")) == "a\nold code made it\nb\n"
+    (tree / "snippets" / SNIPPET).write_text(SOURCE + "# changed\n")  # the record is now stale
+    assert expand(tree, markdown) == "a\nold code made it\nb\n"
+    assert "stale= is yes or no" in failure(tree, markdown.replace("stale=yes", "stale=maybe"))
+
+
 @pytest.mark.parametrize("markdown, message", [
     ("<!-- md:recorded demo/hello.py device=cpu -->\nnever closed\n", "never closed with <!-- md:end -->"),
     ("<!-- md:else -->\n", "md:else without an md:recorded before it"),
