@@ -37,6 +37,8 @@ class Timed:
     machine: str = ""  # the machine of the first release's record: the others are judged only on the same one
     elsewhere: dict[str, str] = field(default_factory=dict)  # release -> the other machine its record was made on
     what: str = ""  # what the comparison is, in the words of the page that makes it (md:compare's what=)
+    work_a: str = ""  # what A timed, as its snippet's measure() named it: "compiled f(float32[1024])"
+    work_b: str = ""
 
     @property
     def steady(self) -> bool:
@@ -59,6 +61,8 @@ def collect(compares, outputs: Path = records.OUTPUTS, snippets: Path = records.
             except KeyError:
                 continue
             row.machine = row.machine or record.machine
+            if not row.work_a and isinstance(a, dict) and isinstance(b, dict):
+                row.work_a, row.work_b = str(a.get("work", "")), str(b.get("work", ""))
             if record.machine != row.machine:  # another runner: what differs may be the machine, not torch
                 row.elsewhere[record.release] = record.machine
                 continue
@@ -138,12 +142,16 @@ def wrapped(label: str, width: int = 20) -> str:
 
 
 def short(row: Timed) -> str:
-    """A row's label: the page's words for it where the page gives them (`what=`); otherwise the snippet's
-    name, then B against A without the path they share, short enough for a phone ("fusion: compiled_out
-    against compiled"), so two comparisons of one timing read apart."""
+    """A row's label: the page's words for it where the page gives them (`what=`); else the snippet's name and
+    the functions the two sides timed, as its code names them ("fusion: compiled complex_activation_into
+    against complex_activation_into"), where they differ; else B against A by their keys, without the path
+    they share ("fusion: compiled_out against compiled"), so two comparisons of one timing read apart."""
     if row.what:
         return row.what
     name = Path(row.snippet).stem
+    function_a, function_b = (work.split("(", 1)[0].strip() for work in (row.work_a, row.work_b))
+    if function_a and function_b and function_a != function_b:
+        return f"{name}: {function_b} against {function_a}"
     a, b = row.key_a.split("."), row.key_b.split(".")
     shared = 0
     while shared < min(len(a), len(b)) - 1 and a[shared] == b[shared]:
@@ -511,7 +519,7 @@ def timing_section(site: Site, timed: list[Timed], sweeps: int = 0) -> list[str]
     elsewhere = sum(len(row.elsewhere) for row in timed)
     ordered = sorted({r for row in timed for r in [*row.by_release, *row.refused, *row.elsewhere]},
                      key=records.version_key)
-    rows = ["| Page | B against A | " + " | ".join(f"torch {r}" for r in ordered) + " |",
+    rows = ["| Page | B against A (what each side timed) | " + " | ".join(f"torch {r}" for r in ordered) + " |",
             "|---|---|" + "---|" * len(ordered)]
     for row in timed:
         cells = []
@@ -526,8 +534,8 @@ def timing_section(site: Site, timed: list[Timed], sweeps: int = 0) -> list[str]
                 cells.append(f"not compared: made on another machine ({row.elsewhere[release]})")
             else:
                 cells.append("–")
-        rows.append(f"| [{row.title}]({site.link(row.page)}) | `{Path(row.snippet).stem}`: `{row.key_b}` "
-                    f"against `{row.key_a}` | " + " | ".join(cells) + " |")
+        rows.append(f"| [{row.title}]({site.link(row.page)}) | {short(row).replace('|', '/')} | "
+                    + " | ".join(cells) + " |")
     summary = (f"Of the {len(timed)} timed comparisons the chapters make on the CPU, {steady} point the same way "
                "in every release's record compared (faster, slower, or about the same), judged by the site's one "
                "rule. "

@@ -208,5 +208,9 @@ def test_a_row_reads_in_the_words_of_the_page_that_makes_the_comparison():
     row = changelog.Timed("optimizations.md", "Kernel fusion", "optimizations/fusion.py", "timing.eager",
                           "timing.compiled")
     assert changelog.short(row) == "fusion: compiled against eager"
+    row.work_a, row.work_b = "complex_activation(float32[64])", "compiled complex_activation(float32[64])"
+    assert changelog.short(row) == "fusion: compiled complex_activation against complex_activation"
+    row.work_b = "complex_activation(float32[4096])"  # one function at two sizes: the keys tell them apart
+    assert changelog.short(row) == "fusion: compiled against eager"
     row.what = "Six element-wise ops, compiled"
     assert changelog.short(row) == "Six element-wise ops, compiled"
