@@ -39,6 +39,8 @@ CANONICAL = {
     "fullgraph=True": ["levers/#fullgraphtrue-a-break-is-an-error"],
     "cudagraph_mark_step_begin": ["levers/#cudagraph_mark_step_begin-where-a-step-begins"],
     "tlparse": ["dissecting/tlparse/"],
+    "regional compile": ["dissecting/compile-time/"],
+    "compile time": ["dissecting/compile-time/"],
     "minifier": ["dissecting/wrong-output/#the-minifier-the-smallest-graph-that-is-still-wrong"],
     "bisector": ["dissecting/wrong-output/#with-the-bisector"],
     "arithmetic intensity": ["dissecting/regimes/#arithmetic-intensity"],
