@@ -7,11 +7,13 @@ from facts import check
 
 KEYS = {"what", "id", "message", "before", "skipped", "crashed", "fix", "fix_kind", "after", "same", "differs",
         "changes", "probes", "rounding"}
-# What the probe compares: outputs (with strides and device) and which of them are an input or a view of one,
-# the exception (type and message), the inputs' gradients, retained gradients of outputs and the modules'
-# parameters' gradients, printed, logged and warned text (torch's own warnings too, less the compiler's), the
-# inputs as the call left them, the random generators' states, the modules' state_dicts and which global tensors
-# are shared, and module-level state.
+# What the probe compares: outputs (with strides and device; floats bit for bit at zeros and subnormals) and
+# which of them are an input or a view of one and whether each takes an in-place write, the exception (type and
+# message on a case's own inputs; on a variant, whether the original's type catches the fix's), the inputs'
+# gradients, retained gradients of outputs and the modules' parameters' gradients, printed, logged and warned text
+# (torch's own warnings too, less the compiler's), the inputs as the call left them, the random generators'
+# states, the modules' state_dicts and which global tensors are shared, and module-level state with the grad and
+# autocast modes the call left on.
 PARTS = {"out", "alias", "raised", "grads", "params", "printed", "logged", "warned", "inputs", "rng", "modules",
          "state"}
 SKIPPED = "Failed to handle graph break gracefully"
@@ -22,9 +24,10 @@ EVERYWHERE = {"if_on_tensor": "GB0170", "while_on_tensor": "GB0170", "item": "GB
               "explicit_graph_break": "GB0025", "backward_inside": "GB0123", "numpy_interp": "GB0294",
               "module_backward_hook": "GB0083"}
 # Fixes that once changed the program (issue 50), each now proven equal to the original run eagerly: the same
-# outputs, gradients, exception, printed text and state, on every probe (manual_seed: also with the generators
-# started from another seed than the one it sets, so a fix that never seeds differs).
-ONCE_WRONG = ("manual_seed", "requires_grad_inside", "parameter_inside", "module_backward_hook",
+# outputs, gradients, exception, printed text and state, on every probe. (manual_seed, once here, is proven on
+# every probe but an x that does not broadcast: compiled, the error comes before the draw, which its sentence says;
+# its earlier fix that never seeded is among EARLIER.)
+ONCE_WRONG = ("requires_grad_inside", "parameter_inside", "module_backward_hook",
               "untyped_storage", "raise_on_tensor", "random_random", "os_getpid", "logger_outside",
               "forward_hook_print", "share_memory")
 # Fixes a hostile read found changing the program, now equal on the probe that showed it (a gradient, a
@@ -36,23 +39,26 @@ EARLIER = {"item", "max_of_tolist", "while_on_tensor", "nested_tensor", "random_
            "set_of_parameters", "compiler_disable", "data_assign", "max_of_tolist: NaN", "while_on_tensor: overflow",
            "resize_as: empty_like", "manual_seed: never seeded", "while_on_tensor: floats only",
            "max_of_tolist: floats only", "sorted_by_tensor: rows.sum(1)", "nested_tensor: len(x) - 2",
-           "out_resized: torch.empty(x.shape)"}
+           "out_resized: torch.empty(x.shape)", "max_of_tolist: any rank", "nested_tensor: no values",
+           "mark_dirty: a bool", "sorted_tensors: views"}
 # Fixes that must change what the program does, each saying how in one sentence.
 CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_print_reordered", "resize_inside",
            "checkpoint_side_effect", "tolist", "apply_inside", "hook_handle_global", "sorted_tensors",
            "out_resized", "out_non_contiguous", "deepcopy_list", "numpy_interp", "numpy_tobytes", "int_index",
-           "sorted_by_tensor", "bool_of_tensor", "if_on_count", "while_on_tensor", "float_of_tensor"}
+           "sorted_by_tensor", "bool_of_tensor", "if_on_count", "while_on_tensor", "float_of_tensor",
+           "item_captured", "manual_seed", "autocast_inside"}
 # What each of those may differ in: the parts its sentence says, and no other (a raise where the fix computes
 # differs in the output, its aliasing and gradients too).
 RAISED = {"raised", "out", "alias", "grads"}
 DIFFERS = {"deepcopy_module": {"params"}, "print_then_mutate": {"printed"}, "logger_info": {"logged"},
            "forward_hook_print_reordered": {"printed"}, "resize_inside": RAISED, "checkpoint_side_effect": {"state"},
-           "tolist": {"out", "grads"}, "apply_inside": RAISED, "hook_handle_global": {"state"},
-           "sorted_tensors": {"out", "alias"}, "out_resized": {"raised"}, "out_non_contiguous": RAISED,
+           "tolist": {"out", "grads"}, "apply_inside": RAISED, "hook_handle_global": RAISED | {"state"},
+           "sorted_tensors": {"out"}, "out_resized": {"raised"}, "out_non_contiguous": RAISED,
            "deepcopy_list": {"raised", "out", "alias"}, "numpy_interp": RAISED, "numpy_tobytes": RAISED,
-           "int_index": {"alias"}, "sorted_by_tensor": {"alias"}, "bool_of_tensor": {"alias", "out"},
+           "int_index": {"alias", "raised"}, "sorted_by_tensor": {"alias"}, "bool_of_tensor": {"alias", "out"},
            "if_on_count": {"alias", "out", "raised"}, "while_on_tensor": {"alias", "out"},
-           "float_of_tensor": {"warned"}}
+           "float_of_tensor": {"warned", "raised"}, "item_captured": {"raised"}, "manual_seed": {"rng"},
+           "autocast_inside": {"state", "raised"}}
 
 
 @check("graph_mode/break_atlas.py")
@@ -84,8 +90,13 @@ def _(record):
     assert set(DIFFERS) == CHANGES
     for name in CHANGES:  # no difference hides behind a sentence that does not say it
         assert set(atlas[name]["differs"]) <= DIFFERS[name], (name, atlas[name]["differs"])
-    for name in CHANGES - {"resize_inside"}:  # each change is seen by the probe: the record shows it
-        assert not atlas[name]["same"], name  # (resize_'s new memory may hold zeros, as the fix writes)
+    # Each change is seen by the probe: the record shows it (resize_'s new memory may hold zeros, as the fix
+    # writes; mean() of an integer tensor raises NotImplementedError unwrapped, compiled, before torch 2.15).
+    # A compiled autocast block that raises leaves autocast on, and wraps an IndexError, on torch 2.11 only.
+    seen = (CHANGES - {"resize_inside"} - (set() if record.made_with((2, 15)) else {"item_captured"})
+            - (set() if not record.made_with((2, 13)) else {"autocast_inside"}))
+    for name in seen:
+        assert not atlas[name]["same"], name
     assert results["changed"] == sorted(CHANGES)
     assert results["skipped"] == sorted(name for name, entry in atlas.items() if entry["skipped"])
     assert results["same"] == sum(entry["same"] for entry in atlas.values())
