@@ -110,6 +110,8 @@ def test_every_snippet_times_by_the_one_method():
 # purpose, each with why. Every other shared name is a copy (a snippet runs alone, so a helper it shares is
 # copied into it) and must stay one function.
 DIFFERENT_ON_PURPOSE = {
+    "default": "regimes.py's layer compiled in the default mode; findings_model's the same layer on the meta device",
+    "max_autotune": "regimes.py's layer compiled with max-autotune; findings_model's the same layer on the meta device",
     "activation": "compiler_crash's ReLU, where the planted bug sits; data_dependent's own activation",
     "fresh": "training_step's fresh model and its optimizer; break_atlas's fresh leaves for a case's inputs",
     "call": "break_atlas calls a function with its arguments; recompile_atlas makes one call for later",
