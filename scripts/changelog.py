@@ -519,7 +519,7 @@ def timing_section(site: Site, timed: list[Timed], sweeps: int = 0) -> list[str]
     elsewhere = sum(len(row.elsewhere) for row in timed)
     ordered = sorted({r for row in timed for r in [*row.by_release, *row.refused, *row.elsewhere]},
                      key=records.version_key)
-    rows = ["| Page | B against A (what each side timed) | " + " | ".join(f"torch {r}" for r in ordered) + " |",
+    rows = ["| Page | B against A | " + " | ".join(f"torch {r}" for r in ordered) + " |",
             "|---|---|" + "---|" * len(ordered)]
     for row in timed:
         cells = []
