@@ -534,7 +534,8 @@ def timing_section(site: Site, timed: list[Timed], sweeps: int = 0) -> list[str]
                 cells.append(f"not compared: made on another machine ({row.elsewhere[release]})")
             else:
                 cells.append("–")
-        rows.append(f"| [{row.title}]({site.link(row.page)}) | {short(row).replace('|', '/')} | "
+        label = short(row).replace('|', '/') if row.what else f"`{short(row)}`"  # code wraps at _ on a phone
+        rows.append(f"| [{row.title}]({site.link(row.page)}) | {label} | "
                     + " | ".join(cells) + " |")
     summary = (f"Of the {len(timed)} timed comparisons the chapters make on the CPU, {steady} point the same way "
                "in every release's record compared (faster, slower, or about the same), judged by the site's one "
