@@ -119,7 +119,9 @@ def tabs(bodies: list[tuple[str, str]]) -> str:
 def stale_warning(record: records.Record) -> str:
     if record.state != "stale":
         return ""
-    return (f'!!! warning "Stale record"\n\n    `snippets/{record.snippet}` changed after this was recorded on '
+    # Folded, its title saying what a reader must know: four open warnings cost a long page a screen.
+    return (f'??? warning "Stale record: the snippet changed after this was recorded on {LABELS[record.device]}"'
+            f"\n\n    `snippets/{record.snippet}` changed after this was recorded on "
             f"{LABELS[record.device]}. Remake it with `{records.remake_hint(record.snippet, record.device)}`.\n\n")
 
 
@@ -720,22 +722,28 @@ def render_model_figure(found: list, page: Page) -> str:
 
     where = f" Measured on the {made[0][0]} with torch {made[0][1]}." if one else ""
     listed = "\n".join(f"{p.number}. {said(p)}." for p in points)
-    sentences = []
+    def off(q) -> str:
+        return f"{max(q.factor, 1 / q.factor):.2f}× {'short of' if q.factor < 1 else 'beyond'}"
+
+    # One sentence per workload whose points lie beyond the band, its other points (timed otherwise) beside it.
+    sentences, said_for = [], set()
     for p in points:
-        if not findings.beyond(p):
+        workload = repr(p.finding.gpu.predicted.model.us)
+        if not findings.beyond(p) or workload in said_for:
             continue
-        g = p.measured
-        way = "short of" if p.factor < 1 else "beyond"
-        text = (f"**Beyond {findings.RESIDUAL}×:** point {p.number} lies {max(p.factor, 1 / p.factor):.2f}× {way} "
-                f"the model.")
-        if g.method:
-            text += (f" Its sides were {g.method.removeprefix('both sides ')}, and a GPU's timer synchronizes after "
-                     "each block: a call timed alone also pays its launch and the host's work, which the model leaves "
-                     "out.")
-        twins = [q for q in points if q is not p and q.finding.gpu.predicted.model.us == g.predicted.model.us]
-        text += "".join(f" Point {q.number}, the same workload {blocks_said(q.measured)}, lies "
-                        f"{max(q.factor, 1 / q.factor):.2f}× {'short of' if q.factor < 1 else 'beyond'} it."
-                        for q in twins)
+        said_for.add(workload)
+        same = [q for q in points if repr(q.finding.gpu.predicted.model.us) == workload]
+        out = [q for q in same if findings.beyond(q)]
+        text = (f"**Beyond {findings.RESIDUAL}×:** point {out[0].number} lies {off(out[0])} the model"
+                + "".join(f", point {q.number} {off(q)} it" for q in out[1:]) + ".")
+        timed = [q for q in out if q.measured.method]
+        if timed:
+            text += " " + "; ".join(f"point {q.number}'s sides were {q.measured.method.removeprefix('both sides ')}"
+                                    for q in timed).capitalize()
+            text += (". A GPU's timer synchronizes after each block, so a call timed alone also pays its launch and "
+                     "the host's work, which the model leaves out.")
+        text += "".join(f" Point {q.number}, the same workload {blocks_said(q.measured)}, lies {off(q)} it."
+                        for q in same if q not in out)
         sentences.append(f"- {text}")
     outside = ("\n".join(sentences) if sentences else f"Every point lies within {findings.RESIDUAL}× of the model.")
     reasons = []
@@ -759,8 +767,11 @@ def render_model_figure(found: list, page: Page) -> str:
                f"range over the fresh processes) against the model's gain at the roof (from published "
                f"specifications), log axes: on the diagonal the model is right; the band is within "
                f"{findings.RESIDUAL}× of it.{where}</p>")
+    # The numbered points fold (the figure labels them); what lies beyond the band stays in the text.
+    points_text = (f'<details class="abstract" markdown="1">\n<summary>The {len(points)} points, one by one'
+                   f"</summary>\n\n{listed}\n\n</details>\n")
     return ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
-            f"{listed}\n\n{outside}\n\n{left_text}\n")
+            f"{points_text}\n{outside}\n\n{left_text}\n")
 
 
 def overhead_note(modelled: list, page: Page) -> str:

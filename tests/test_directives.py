@@ -345,7 +345,7 @@ def test_output_with_no_record_on_any_device_fails_naming_the_command(tree):
 def test_a_stale_record_shows_the_warning_with_the_remake_command(tree):
     write_record(tree, "cpu", source="print('an older version')\n")
     text = expand(tree, f"<!-- md:output {SNIPPET} -->\n")
-    assert '!!! warning "Stale record"' in text
+    assert '??? warning "Stale record: the snippet changed after this was recorded on' in text
     assert f"Remake it with `{REMAKE_CPU}`." in text
     value = expand(tree, f"<!-- md:value {SNIPPET} n device=cpu -->")
     assert "(stale)</span>" in value
