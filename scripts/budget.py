@@ -116,19 +116,15 @@ def at_least(ran_s: float, detail: str, processes: int) -> float:
     done = number - 1
     before = max(ran_s - cut_s, 0.0)
     each = max(before / done if done else 0.0, cut_s)
-    return before + (total - done) * each if which or done else max(ran_s, cut_s)
+    return before + (total - done) * each if which else max(ran_s, cut_s)
 
 
 def note_stop(device_dir: Path, snippet: str, ran_s: float, detail: str, processes: int, torch: str) -> dict:
     """Keep, beside the device's records, that a budget stopped `snippet` and the least it would have needed."""
-    path = device_dir / records.STOPS
-    said = json.loads(path.read_text()) if path.is_file() else {}
     seen = {"torch": torch, "ran_s": round(ran_s, 1), "detail": detail.splitlines()[0] if detail else "",
             "at_least_s": round(at_least(ran_s, detail, processes), 1),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    said[snippet] = seen
-    device_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(sorted(said.items())), indent=1) + "\n")
+    records.keep_stops(device_dir, {snippet: seen})
     return seen
 
 

@@ -108,11 +108,8 @@ def merge_stops(carried: Path, outputs_dir: Path, device: str) -> None:
     if not carried.is_file():
         return
     for snippet, seen in json.loads(carried.read_text()).items():
-        path = records.release_root(records.release_of(seen["torch"]), outputs_dir) / device / STOPS
-        said = json.loads(path.read_text()) if path.is_file() else {}
-        said[snippet] = seen
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(dict(sorted(said.items())), indent=1) + "\n")
+        records.keep_stops(records.release_root(records.release_of(seen["torch"]), outputs_dir) / device,
+                           {snippet: seen})
 
 
 def _mkdir(path: Path) -> Path:

@@ -72,6 +72,15 @@ def exclusive(lock: Path, waiting: str):
         yield
 
 
+def keep_stops(device_dir: Path, stops: dict[str, dict]) -> None:
+    """Add `stops` (snippet -> what a budget's stop showed) to the STOPS file beside a device's records."""
+    path = device_dir / STOPS
+    said = json.loads(path.read_text()) if path.is_file() else {}
+    said.update(stops)
+    device_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(said.items())), indent=1) + "\n")
+
+
 def release_of(version: str | None) -> str:
     """A torch version without its build tag: '2.15.0+cu132' -> '2.15.0'."""
     return (version or "").split("+")[0]

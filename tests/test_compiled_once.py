@@ -150,9 +150,6 @@ ONE_PER_BLOCK_US = 1000.0
 # must still name such a timing, so a remade record leaves the list.
 ONE_PER_BLOCK_KNOWN = {
     ("cuda", "2.11.0", "optimizations/fusion.py", "timing_out.compiled_out"),
-    ("cpu", "2.15.0", "graph_mode/transformer_block.py", "timing.optimizer_compiled"),
-    ("cpu", "2.13.0", "graph_mode/transformer_block.py", "timing.optimizer_compiled"),
-    ("cpu", "2.11.0", "graph_mode/transformer_block.py", "timing.optimizer_compiled"),
     ("cpu", "2.11.0", "dissecting/dynamic_shapes.py", "timing.static"),
     ("cpu", "2.11.0", "graph_mode/regional_compile.py", "timing.whole.0"),
     ("cpu", "2.11.0", "graph_mode/regional_compile.py", "timing.whole.1"),

@@ -386,14 +386,17 @@ def with_gradients(model):
 eager_optimizer, compiled_optimizer = with_gradients(block), with_gradients(block)
 # foreach=False on a CPU (AdamW's default there): a loop over 12 parameters, about
 # ten ops each; compiled, the whole update is one kernel.
-timings = measure({
+candidates = {
     "inference_eager": (no_grad(block), x),
     "inference_compiled": (no_grad(torch.compile(block)), x),
     "training_eager": (training(copy.deepcopy(block)), x, target),
     "training_compiled": (torch.compile(training(copy.deepcopy(block))), x, target),
     "optimizer_eager": (eager_optimizer.step,),
     "optimizer_compiled": (torch.compile(compiled_optimizer.step),),
-})
+}
+for fn, *args in candidates.values():
+    fn(*args)  # compiles now: a compile in the timer's warm-up would size its blocks
+timings = measure(candidates)
 for name, m in timings.items():
     print(f"{name:<19} {m.median * 1e3:8.3f} ms median (IQR {m.iqr * 1e3:.3f} ms)")
 # --8<-- [end:timing]
