@@ -717,7 +717,9 @@ def render_model_figure(found: list, page: Page) -> str:
         where = f"[{f.what}]({page.md_link(f.page)})"
         on = "" if one else f" on the {g.hardware}, torch {g.release}"
         stale = ", record stale" if g.stale else ""
-        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}, {g.processes} processes{stale}){on}; "
+        method = f", {g.method}" if g.method else ""  # a GPU side timed one call per block pays its launch
+        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}, {g.processes} processes{stale}"
+                f"{method}){on}; "
                 f"model ({g.predicted.how}) {p.predicted:.2f}×")
 
     where = f" Measured on the {made[0][0]} with torch {made[0][1]}." if one else ""
@@ -740,8 +742,8 @@ def render_model_figure(found: list, page: Page) -> str:
         if timed:
             text += " " + "; ".join(f"point {q.number}'s sides were {q.measured.method.removeprefix('both sides ')}"
                                     for q in timed).capitalize()
-            text += (". A GPU's timer synchronizes after each block, so a call timed alone also pays its launch and "
-                     "the host's work, which the model leaves out.")
+            text += (". A GPU's timer synchronizes at both ends of each block, so a call timed alone also pays "
+                     "its launch and the host's work, which the model leaves out.")
         text += "".join(f" Point {q.number}, the same workload {blocks_said(q.measured)}, lies {off(q)} it."
                         for q in same if q not in out)
         sentences.append(f"- {text}")
@@ -753,7 +755,8 @@ def render_model_figure(found: list, page: Page) -> str:
                else "overhead-bound: the model gives no ratio where a side's roof time is under what its calls "
                     "cost" if g.predicted is not None
                else "no model of its workload at the size the GPU ran")
-        reasons.append(f"- [{f.what}]({page.md_link(f.page)}) ({g.words} on the {g.hardware}): {why}.")
+        how = (f"; {g.method}" if g.method else "") + ("; record stale" if g.stale else "")
+        reasons.append(f"- [{f.what}]({page.md_link(f.page)}) ({g.words} on the {g.hardware}{how}): {why}.")
     summary = f"Left out of the figure: {len(left)} GPU comparisons, and why"
     if page.target == NOTEBOOK:
         link = page.attach("model.svg", "image/svg+xml", drawings[False]["light"].read_bytes())

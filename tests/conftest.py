@@ -54,7 +54,7 @@ def run_id(config) -> str:
     return config.workerinput["mlc_run_id"] if hasattr(config, "workerinput") else config.option.mlc_run_id
 
 
-BUILDS: list[subprocess.Popen] = []  # a build still running when the session ends is stopped
+BUILDS: list[subprocess.Popen] = []  # waited for when the session ends (pytest_sessionfinish)
 # No fixed limit that load can reach: a build that takes long is slow, not broken (a loaded 2-core runner took
 # longer than the 300 s that once killed it). One past SLOW_BUILD_S is reported at the end of the run; only
 # one past HANG_S, far beyond anything load has made of it, is taken for a hang, stopped and failed with that
@@ -205,10 +205,16 @@ def pytest_collection_finish(session):
         threading.Thread(target=build_site, args=(run_id(session.config),), name="site build", daemon=True).start()
 
 
-def pytest_sessionfinish(session):
+def pytest_sessionfinish(session, exitstatus):
+    """A build still running when this process's tests are done is waited for: another worker of the run may
+    be waiting for the site it builds (killing it failed that worker's tests with "exit -9"). Only an
+    interrupted run stops it."""
     for process in BUILDS:
         if process.poll() is None:
-            process.kill()
+            if exitstatus == pytest.ExitCode.INTERRUPTED:
+                process.kill()
+            else:
+                process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -674,7 +674,8 @@ add("tolist", "Tensor.tolist() in a comprehension", tolist, "a tensor op",
     tolist_fixed, "rewrite", probes=(grad3,),
     changes="For a 1-D x only: the result keeps x's gradient, device and dtype, where "
             "torch.tensor() of the list made a new CPU tensor without one (float32, or "
-            "int64 for ints, but float32 for no values).")
+            "int64 for ints, but float32 for no values). For a 2-D x the original "
+            "repeats each row (a list times 2) and the fix doubles the values.")
 
 
 def max_of_tolist(x):
@@ -1804,7 +1805,8 @@ def mutate_global(x):
     return x + counter["calls"]
 
 
-add("mutate_global", "mutating a global dict", mutate_global, "none needed",
+add("mutate_global", "mutating a global dict", mutate_global,
+    "none for the break; but the int is guarded: each new value recompiles",
     mutate_global, "none_needed",
     state=State(lambda: counter.update(calls=0), lambda: counter["calls"]))
 
@@ -1827,7 +1829,8 @@ def mutate_module_attribute(x):
 
 
 add("mutate_module_attribute", "self.calls += 1 in forward", mutate_module_attribute,
-    "none needed", mutate_module_attribute, "none_needed",
+    "none for the break; but the int is guarded: each new value recompiles",
+    mutate_module_attribute, "none_needed",
     state=State(lambda: setattr(counting, "calls", 0), lambda: counting.calls))
 
 
@@ -1838,11 +1841,16 @@ def resize_inside(x):
     return y
 
 
+def resized(x):  # x's first 6 values, then zeros: 6 elements whatever x's shape
+    return torch.cat([x.reshape(-1), x.new_zeros(6)])[:6]
+
+
 add("resize_inside", "Tensor.resize_()", resize_inside, "torch.cat a new tensor",
-    lambda x: torch.cat([x, x.new_zeros(3)]), "rewrite", probes=(grad3,),
-    changes="resize_ leaves the new elements as the memory held them (zeros or not, "
-            "by chance) and raises where x needs a gradient; the fix writes 0s and "
-            "computes it.")
+    resized, "rewrite", probes=(grad3,),
+    changes="resize_ keeps x's values in memory order and leaves the new elements as "
+            "the memory held them (zeros or not, by chance), and raises where x needs "
+            "a gradient; the fix takes x's values in index order (the same for a "
+            "contiguous x), writes 0s and computes the gradient.")
 
 
 def apply_inside(x):
@@ -1851,7 +1859,8 @@ def apply_inside(x):
 
 
 add("apply_inside", "Tensor.apply_(python function)", apply_inside,
-    "a vectorised op", double, "rewrite", probes=(grad3,),
+    "a vectorised op, in x's dtype", lambda x: (x * 2).to(x.dtype), "rewrite",
+    probes=(grad3,),
     changes="Where x needs a gradient, the original raises (apply_ refuses one) and "
             "the fix computes it.")
 
