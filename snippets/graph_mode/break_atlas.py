@@ -1862,7 +1862,8 @@ add("apply_inside", "Tensor.apply_(python function)", apply_inside,
     "a vectorised op, in x's dtype", lambda x: (x * 2).to(x.dtype), "rewrite",
     probes=(grad3,),
     changes="Where x needs a gradient, the original raises (apply_ refuses one) and "
-            "the fix computes it.")
+            "the fix computes it; for an integer x whose doubled values overflow its "
+            "dtype, apply_ raises and the fix wraps around.")
 
 
 def to_sparse(x):
@@ -2344,8 +2345,8 @@ add("sorted_tensors", "sorted() of 0-d tensors", sorted_values,
     "torch.sort on them stacked", sorted_values_fixed, "rewrite",
     probes=(grad3, with_nan, infinities),
     changes="torch.sort puts a NaN last; sorted() leaves it where comparisons that "
-            "are all False put it. For a bool x, stacking makes the three int64, where "
-            "max and min stayed bool.")
+            "are all False put it. For a bool x, or an integer x narrower than int64, "
+            "stacking makes the three int64, where max and min kept x's dtype.")
 sink = io.StringIO()
 
 
