@@ -589,11 +589,9 @@ def render_findings(d: Directive, page: Page) -> str:
         size = f", {g.size}" if g.size and g.size != f.size else ""
         if not g.size and g.work and not f.size:  # no size named: the inputs the GPU ran, from its record
             size = f", {g.work}"
-        method = f"; {g.method}" if g.method else ""
-        stale = "; record stale (its snippet changed since)" if g.stale else ""
         recompiled = f"; not the program compared: {g.recompiled}" if g.recompiled else ""
         return (f"{g.words} ({g.ratio:.2f}; {g.low:.2f}–{g.high:.2f}, {g.processes} processes) on the "
-                f"{g.hardware}, torch {g.release}{size}{method}{stale}{recompiled}")
+                f"{g.hardware}, torch {g.release}{size}{how_timed(g, '; ')}{recompiled}")
 
     def gpu_model(f: findings.Finding) -> str:
         """The model's gain at the roof for the workload the GPU timed, at its size, on that GPU."""
@@ -697,6 +695,12 @@ def blocks_said(g: findings.Measured) -> str:
     return "timed in blocks of many calls where its times tell (no block of one call)"
 
 
+def how_timed(g: findings.Measured, sep: str) -> str:
+    """What a reader must know of how a GPU comparison was timed (a side timed one call per block pays its launch)
+    and whether its record is stale, each part after `sep`."""
+    return "".join(f"{sep}{part}" for part in (g.method, "record stale" if g.stale else "") if part)
+
+
 def render_model_figure(found: list, page: Page) -> str:
     """The model against measurement (md:findings part=model): each GPU comparison the model predicts, measured
     gain against the model's, numbered; what each number is; a sentence for each that lies beyond
@@ -716,10 +720,8 @@ def render_model_figure(found: list, page: Page) -> str:
         g, f = p.measured, p.finding
         where = f"[{f.what}]({page.md_link(f.page)})"
         on = "" if one else f" on the {g.hardware}, torch {g.release}"
-        stale = ", record stale" if g.stale else ""
-        method = f", {g.method}" if g.method else ""  # a GPU side timed one call per block pays its launch
-        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}, {g.processes} processes{stale}"
-                f"{method}){on}; "
+        return (f"{where}: measured {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}, {g.processes} processes"
+                f"{how_timed(g, ', ')}){on}; "
                 f"model ({g.predicted.how}) {p.predicted:.2f}×")
 
     where = f" Measured on the {made[0][0]} with torch {made[0][1]}." if one else ""
@@ -740,8 +742,9 @@ def render_model_figure(found: list, page: Page) -> str:
                 + "".join(f", point {q.number} {off(q)} it" for q in out[1:]) + ".")
         timed = [q for q in out if q.measured.method]
         if timed:
-            text += " " + "; ".join(f"point {q.number}'s sides were {q.measured.method.removeprefix('both sides ')}"
-                                    for q in timed).capitalize()
+            ways = "; ".join(f"point {q.number}'s sides were {q.measured.method.removeprefix('both sides ')}"
+                             for q in timed)
+            text += f" {ways[0].upper()}{ways[1:]}"  # str.capitalize would lower the rest
             text += (". A GPU's timer synchronizes at both ends of each block, so a call timed alone also pays "
                      "its launch and the host's work, which the model leaves out.")
         text += "".join(f" Point {q.number}, the same workload {blocks_said(q.measured)}, lies {off(q)} it."
@@ -755,8 +758,8 @@ def render_model_figure(found: list, page: Page) -> str:
                else "overhead-bound: the model gives no ratio where a side's roof time is under what its calls "
                     "cost" if g.predicted is not None
                else "no model of its workload at the size the GPU ran")
-        how = (f"; {g.method}" if g.method else "") + ("; record stale" if g.stale else "")
-        reasons.append(f"- [{f.what}]({page.md_link(f.page)}) ({g.words} on the {g.hardware}{how}): {why}.")
+        reasons.append(f"- [{f.what}]({page.md_link(f.page)}) ({g.words} on the {g.hardware}{how_timed(g, '; ')}): "
+                       f"{why}.")
     summary = f"Left out of the figure: {len(left)} GPU comparisons, and why"
     if page.target == NOTEBOOK:
         link = page.attach("model.svg", "image/svg+xml", drawings[False]["light"].read_bytes())
