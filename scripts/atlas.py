@@ -156,6 +156,8 @@ def key_parts(text: str) -> tuple[list[str], list[str]]:
             key = guard_key(guard.group(1))
             if key:
                 out.append(key)
+            if at := re.search(r"mismatch at index (\d+)", guard.group(1)):
+                out.append(f"guard_at_index_{at.group(1)}")  # a transpose fails at 0, channels_last at 1
             continue
         if re.match(r"\s*Hint:", line):
             continue  # hints are the registry's wording, the same for every cause
@@ -387,7 +389,7 @@ def lookup(data: list[dict], script: str) -> str:
                          separators=(",", ":")).replace("</", "<\\/")
     return (
         '<div class="mlc-atlas-lookup">\n'
-        '<label for="mlc-atlas-query"><strong>Paste your error</strong> (or a few words of it): the closest cases '
+        '<label for="mlc-atlas-query"><strong>Paste your message</strong> (or a few words of it): the closest cases '
         "of every atlas on this site appear below, matched in your browser.</label>\n"
         '<textarea id="mlc-atlas-query" rows="4" spellcheck="false" '
         'style="width:100%;font-family:var(--md-code-font-family);font-size:.75rem;'

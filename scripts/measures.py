@@ -144,11 +144,16 @@ def calls_per_block(t: dict) -> int | None:
     return counts.pop() if len(counts) == 1 else None
 
 
+BLOCK_COUNTS = sorted({10**e for e in range(8)} | {2**e for e in range(24)})  # up to 10**7
+
+
 def blocks_per_process(t: dict) -> list[int | None]:
     """Each fresh process's calls per timed block, read back from its times: torch.utils.benchmark stores a
     block's clock reading (whole nanoseconds) divided by its calls, so a time × calls × 1000 is a whole number
-    for the true count and, across a process's blocks, for no smaller power of ten. A process whose times fit
-    no count up to 10**7, or has fewer than five blocks, gives None. The pooled times keep process order."""
+    for the true count and, across a process's blocks, almost never for a smaller one. The counts tried are
+    torch's (powers of ten: Timer.blocked_autorange) and the JAX snippets' (powers of two: their warm-up
+    doubles the calls). A process whose times fit no such count up to 10**7, or has fewer than five blocks,
+    gives None. The pooled times keep process order."""
     times = t.get("times_us") or []
     processes = max(int(t.get("processes") or 1), 1)
     per = len(times) // processes if times else 0
@@ -157,8 +162,7 @@ def blocks_per_process(t: dict) -> list[int | None]:
         block = times[start:start + per]
         count = None
         if len(block) >= 5:
-            for exponent in range(8):
-                calls = 10**exponent
+            for calls in BLOCK_COUNTS:
                 # A difference of two clock readings in float seconds is whole nanoseconds within a few hundredths.
                 if all(abs(x * calls * 1000 - round(x * calls * 1000)) < 0.05 for x in block):
                     count = calls

@@ -5,10 +5,10 @@ nothing drawn is committed. Kinds and their options (keys are dotted places in t
 
     timeline   every profiler trace the record kept (files/*.trace.json): a CPU lane (the ops Python called)
                above a GPU lane (one bar per kernel) per trace, all on one time axis, eager first
-    bars       keys=K1,K2 [labels=a,b] [unit=GB/s] [line=K line_label=TEXT] [pairs=BEFORE,AFTER]: one bar
-               per key; a timing dict gives its median with the interquartile range as a whisker, a number
-               is drawn as is; with pairs=, the keys are (before, after) pairs: each pair one colour, pale
-               before and solid after, the two words in a legend
+    bars       keys=K1,K2 [labels=a,b] [unit=GB/s] [line=K line_label=TEXT] [pairs=BEFORE,AFTER] [log=yes]:
+               one bar per key; a timing dict gives its median with the interquartile range as a whisker, a
+               number is drawn as is; with pairs=, the keys are (before, after) pairs: each pair one colour,
+               pale before and solid after, the two words in a legend; log=yes for values that span decades
     speedup    x=K base=K other=K [xlabel=TEXT]: base/other medians of two lists of timing dicts against x
                (log x axis), the interquartile band shaded, a line at 1x
     lines      x=K series=K1,K2 [labels=a,b] [xlabel=TEXT] [ylabel=TEXT] [logy=1] [regimes=LOW,HIGH]: with
@@ -46,7 +46,7 @@ KINDS = ("timeline", "bars", "speedup", "lines", "roofline", "breakeven", "strip
 # The options each kind of chart reads (scripts/directives.py refuses any other on an md:figure).
 OPTIONS = {
     "timeline": (),
-    "bars": ("keys", "labels", "unit", "line", "line_label", "pairs"),
+    "bars": ("keys", "labels", "unit", "line", "line_label", "pairs", "log"),
     "speedup": ("x", "base", "other", "xlabel", "ylabel"),
     "lines": ("x", "series", "labels", "logy", "xlabel", "ylabel", "regimes"),
     "roofline": ("key",),
@@ -344,19 +344,29 @@ def draw_bars(record: Record, options: dict, colors: dict):
     else:
         ax.set_yticks(positions, names)
     end = max(hi + ([line] if line else []))
+    # log=yes: values that span decades, where a linear axis leaves the small bars invisible.
+    log = options.get("log") == "yes"
+    if log and min(lo) <= 0:
+        raise FigureError("log=yes needs every value above 0")
     for pos, v, h, edge in zip(positions, values, hi, edges):
         if v == 0 and not timings:  # a bar of length 0 is drawn as a mark at 0, and says so (issue 51)
             ax.plot([0, 0], [pos - 0.22, pos + 0.22], color=edge, linewidth=4, solid_capstyle="butt")
         # The number sits past the whisker's end, so it never touches the bar or the whisker.
-        ax.text(h + end * 0.02, pos, zero_said(v, unit, timings), va="center", fontsize=10, color=colors["fg"])
+        ax.text(h * 1.15 if log else h + end * 0.02, pos, zero_said(v, unit, timings), va="center", fontsize=10,
+                color=colors["fg"])
     if line is not None:
         ax.axvline(line, color=colors["fg"], linestyle="--", linewidth=1)
         ax.text(line, len(items) - 0.45, f" {options.get('line_label', '')} {readable(line)} {unit}",
                 fontsize=10, color=colors["fg"], va="bottom")
-    ax.set_xlim(0, end * 1.35)
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(min(lo) / 2, end * 12)  # room for the number past the longest bar
+    else:
+        ax.set_xlim(0, end * 1.35)
     ax.set_ylim(-0.6, len(items) - 0.4 + (0.5 if line is not None else 0))
-    ax.set_xlabel(f"median ({unit}); whiskers: interquartile range" if timings else unit)
-    if all(isinstance(i, int) for i in items):  # counts: whole-number ticks
+    ax.set_xlabel((f"median ({unit}); whiskers: interquartile range" if timings else unit)
+                  + ("; log scale" if log else ""))
+    if all(isinstance(i, int) for i in items) and not log:  # counts: whole-number ticks
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.grid(axis="x")
     spread = " (interquartile range shown)" if timings else ""

@@ -336,6 +336,12 @@ class Record:
         return bool((self.environment.get("cpu_isa") or {}).get("mkldnn_bf16", True))
 
     @property
+    def amx_bf16(self) -> bool:
+        """Whether the CPU that made it has AMX's bfloat16 tiles (where oneDNN's "medium" matmul rounds its inputs
+        to bfloat16). Records made before manifests named the instruction set say nothing: read as False."""
+        return "amx_bf16" in ((self.environment.get("cpu_isa") or {}).get("flags") or [])
+
+    @property
     def date(self) -> str:
         return str(self.manifest.get("date", ""))[:10]
 

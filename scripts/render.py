@@ -121,8 +121,8 @@ def stale_warning(record: records.Record) -> str:
         return ""
     # Folded, its title saying what a reader must know: four open warnings cost a long page a screen.
     return (f'??? warning "Stale record: the snippet changed after this was recorded on {LABELS[record.device]}"'
-            f"\n\n    `snippets/{record.snippet}` changed after this was recorded on "
-            f"{LABELS[record.device]}. Remake it with `{records.remake_hint(record.snippet, record.device)}`.\n\n")
+            f"\n\n    What follows comes from the older `snippets/{record.snippet}`. "
+            f"Remake it with `{records.remake_hint(record.snippet, record.device)}`.\n\n")
 
 
 def fenced(text: str, info: str) -> str:

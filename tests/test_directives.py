@@ -347,6 +347,7 @@ def test_a_stale_record_shows_the_warning_with_the_remake_command(tree):
     text = expand(tree, f"<!-- md:output {SNIPPET} -->\n")
     assert '??? warning "Stale record: the snippet changed after this was recorded on' in text
     assert f"Remake it with `{REMAKE_CPU}`." in text
+    assert text.count("changed after this was recorded") == 1  # the title says it, the body does not repeat it
     value = expand(tree, f"<!-- md:value {SNIPPET} n device=cpu -->")
     assert "(stale)</span>" in value
 

@@ -428,7 +428,7 @@ def test_pages_state_the_floors_the_rule_uses():
     assert all((cpu, cuda) == (measures.FLOORS["cpu"], measures.FLOORS["cuda"]) for _, cpu, cuda in stated), stated
 
 
-@pytest.mark.parametrize("calls", [1, 10, 1000])
+@pytest.mark.parametrize("calls", [1, 10, 16, 256, 1000])  # torch's powers of ten, JAX's of two
 def test_calls_per_block_are_read_back_from_a_timings_times(calls):
     # What torch.utils.benchmark stores: a block's clock reading (float seconds, whole nanoseconds apart)
     # divided by its calls, in microseconds.

@@ -316,10 +316,15 @@ case("num_threads", "torch.set_num_threads changes between calls", scale,
      [call(x8), in_mode(threads(1), x8)],
      "set the thread count once, before the first compile",
      [in_mode(threads(1), x8), in_mode(threads(1), x8)])
+counts = (x8 * 4).round().long()  # an integer x: torch.sin makes it the default dtype
 case("default_dtype", "torch.set_default_dtype changes between calls", scale,
      [call(x8), in_mode(default_dtype(torch.float64), x8)],
      "set the default dtype once, before the first compile",
-     [call(x8), call(x8)])
+     [call(x8), call(x8)],
+     also=([in_mode(default_dtype(torch.float64), counts)], [call(counts)]),
+     changes="A call made under float64 computes in float32 wherever the function "
+             "makes floats of its own: from an integer x (as here), a Python number, "
+             "or a factory with no dtype.")
 # --8<-- [end:global_state]
 
 
@@ -368,12 +373,28 @@ def with_buffer(module, factor, x):  # change the buffer's value in place, then 
     return change_and_call
 
 
+def backward_after_change(set_factor, module, x):  # an output's backward, late
+    def call_change_call(compiled):
+        first = compiled(module, x)
+        set_factor(module, 5, x)(compiled)  # the next step changes the factor first
+        try:
+            return "gradient", torch.autograd.grad(first.sum(), module.linear.weight)
+        except RuntimeError as error:  # a tensor the graph saved was changed in place
+            return "raised", type(error).__name__
+    return call_change_call
+
+
 m, mb = Scaled(2), ScaledByBuffer(2)
 mb.linear.load_state_dict(m.linear.state_dict())  # the same layer, to compare
 case("module_int", "an int attribute of a module changes (2, 3, 4)", run,
      [with_factor(m, n, x8) for n in (2, 3, 4)],
      "keep it in a 0-d tensor, a buffer, and change its value",
-     [with_buffer(mb, n, x8) for n in (2, 3, 4)])
+     [with_buffer(mb, n, x8) for n in (2, 3, 4)],
+     also=([backward_after_change(with_factor, m, x8)],
+           [backward_after_change(with_buffer, mb, x8)]),
+     changes="Changing the buffer in place (fill_) before the backward of an output "
+             "made with the old value raises in that backward (the graph saved the "
+             "buffer); the int did not.")
 # The message's own hint: ints on modules may be symbols. Then only the first
 # change recompiles, as with automatic dynamic shapes.
 with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
@@ -505,7 +526,10 @@ def summed(xs):
 
 
 def total_stacked(stacked):  # the list as one tensor: one more dimension
-    return stacked.sum(dim=0)
+    # In the list's dtype, as 0 + a + b keeps it (sum would make int32 int64); bools
+    # add up as int64 in both.
+    return stacked.sum(dim=0, dtype=torch.int64 if stacked.dtype == torch.bool
+                       else stacked.dtype)
 
 
 def total_values(named):
@@ -537,76 +561,66 @@ def with_global(value, x):  # set the global, then call
     return set_and_call
 
 
-def as_tensor(value):  # a Python float is a double: float64, so no value rounds
-    return torch.tensor(value, device=device,
-                        dtype=torch.float64 if isinstance(value, float) else None)
-
-
 case("int_arg", "a Python int argument changes (2, 3, 4)", times,
      [call(x8, n) for n in (2, 3, 4)],
      "dynamic=True: the int is a symbol from the first compile",
      [call(x8, n) for n in (2, 3, 4)], fixed_options={"dynamic": True})
-def rate(value, x):  # a 0-d tensor of the float: float64, or for an integer x the
-    # default dtype, as x * value makes it (a float64 rate would make x * rate float64)
-    return torch.tensor(value, device=device, dtype=torch.float64 if
-                        x.is_floating_point() else torch.get_default_dtype())
-
-
-counts = (x8 * 4).round().long()  # an integer x
+temperature = torch.tensor(2.5, device=device)  # a 0-d x: two 0-d tensors promote
 case("float_arg", "a Python float argument changes (0.5, 0.25, 0.125)", times,
      [call(x8, v) for v in (0.5, 0.25, 0.125)],
-     "pass a 0-d tensor: torch.tensor(0.5, dtype=torch.float64), for an integer x "
-     "in the default dtype",
-     [call(x8, rate(v, x8)) for v in (0.5, 0.25, 0.125)],
-     also=([call(x8.double(), 0.1), call(counts, 0.5), call(counts, 0.1)],
-           [call(x8.double(), rate(0.1, x8)), call(counts, rate(0.5, counts)),
-            call(counts, rate(0.1, counts))]))
+     "dynamic=True: the float is a symbol from the first compile",
+     [call(x8, v) for v in (0.5, 0.25, 0.125)], fixed_options={"dynamic": True},
+     also=([call(x8.double(), 0.1), call(counts, 0.5), call(temperature, 0.1),
+            call(x8.bfloat16(), 0.1)],) * 2)
 group = {"lr": 0.1}  # as in an optimizer's param_groups
+bias = torch.zeros(8, 4, device=device, dtype=torch.bfloat16)  # a bfloat16 bias at 0
 
 
 def sgd_step(p, grad, group):
     return p - group["lr"] * grad
 
 
-def scheduled(lr, p):  # the schedule sets the learning rate, then a step
+def scheduled(lr, p, grad=None):  # the schedule sets the learning rate, then a step
     def set_and_step(compiled):
         group["lr"] = lr
-        return compiled(p, p, group)
+        return compiled(p, p if grad is None else grad, group)
     return set_and_step
-
-
-def scheduled_fill(lr, p):  # the fix: the rate is a 0-d tensor, filled in place
-    def fill_and_step(compiled):
-        group["lr"].fill_(lr)
-        return compiled(p, p, group)
-    return fill_and_step
 
 
 case("lr_schedule", "a learning rate a schedule lowers (0.1, 0.05, 0.025)",
      sgd_step, [scheduled(lr, x8) for lr in (0.1, 0.05, 0.025)],
-     "keep the rate in a 0-d float64 tensor (torch.optim takes lr=torch.tensor(0.1); "
-     "Adam and AdamW refuse one with foreach=True unless capturable=True)",
-     [scheduled_fill(lr, x8) for lr in (0.1, 0.05, 0.025)],
-     reset=lambda: group.update(lr=as_tensor(0.1)),
-     also=([scheduled(0.1, x8.double())], [scheduled_fill(0.1, x8.double())]))
+     "dynamic=True: the rate is a symbol from the first compile",
+     [scheduled(lr, x8) for lr in (0.1, 0.05, 0.025)], fixed_options={"dynamic": True},
+     also=([scheduled(0.1, x8.double()), scheduled(0.1, bias, x8.bfloat16()),
+            scheduled(0.1, temperature)],) * 2)
+halves = [(x8 * k).sin().half() for k in (1, 2, 3)]  # float16 values to add up
 case("list_len", "a list of 2 tensors, then of 3", summed,
      [call([x8, x8]), call([x8, x8, x8])],
      "stack them into one tensor, its size marked dynamic",
      [call(marked(torch.stack([x8, x8]))), call(torch.stack([x8, x8, x8]))],
-     fixed_fn=total_stacked)
+     fixed_fn=total_stacked,
+     also=([call([counts.int()] * 3), call(halves)],
+           [call(torch.stack([counts.int()] * 3)), call(torch.stack(halves))]),
+     changes="float16 and bfloat16 values are summed in float32 and rounded once, "
+             "where sum() of the list rounds after each addition: their last bits may "
+             "differ.")
 case("dict_keys", "a dict with key 'a', then one with key 'b'", total_values,
      [call({"a": x8}), call({"b": x8})],
      "pass the values (a list of one length): a dict's keys are guarded",
      [call(list({"a": x8}.values())), call(list({"b": x8}.values()))],
      fixed_fn=summed)
+narrow = torch.tensor(3, device=device, dtype=torch.int32)  # a 0-d int64 would promote
 case("closure", "the same closure made with factor 2, 3, 4", scaled_by(2),
      [call(x8), fresh_closure(3, x8), fresh_closure(4, x8)],
-     "pass the factor as an argument, a 0-d tensor",
-     [call(x8, as_tensor(f)) for f in (2, 3, 4)], fixed_fn=times)
+     "pass the factor as an argument, with dynamic=True: a symbol from the first "
+     "compile",
+     [call(x8, f) for f in (2, 3, 4)], fixed_fn=times, fixed_options={"dynamic": True},
+     also=([call(narrow)], [call(narrow, 2)]))
 case("global_value", "a global int the function reads changes (2, 3, 4)", times_global,
      [with_global(n, x8) for n in (2, 3, 4)],
-     "pass it as an argument, a 0-d tensor",
-     [call(x8, as_tensor(n)) for n in (2, 3, 4)], fixed_fn=times)
+     "pass it as an argument, with dynamic=True: a symbol from the first compile",
+     [call(x8, n) for n in (2, 3, 4)], fixed_fn=times, fixed_options={"dynamic": True},
+     also=([with_global(2, narrow)], [call(narrow, 2)]))
 # --8<-- [end:python_values]
 
 results["atlas"] = atlas

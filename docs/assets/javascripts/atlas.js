@@ -1,4 +1,4 @@
-// "Paste your error" (md:atlas in scripts/atlas.py): the page embeds every atlas case of the site, each with
+// "Paste your message" (md:atlas in scripts/atlas.py): the page embeds every atlas case of the site, each with
 // its registry ids and its messages normalised, and every id of the graph-break registry that the build's
 // torch ships (its short name, explanation and hints). A pasted message is normalised by the same rules as
 // scripts/atlas.py `normalise`. Its registry id is read from the link, the typed id or the short name the
@@ -103,6 +103,8 @@
       if (guard) {
         var key = guardKey(guard[1]);
         if (key) names.push(key);
+        var at = /mismatch at index (\d+)/.exec(guard[1]);
+        if (at) names.push("guard_at_index_" + at[1]);  // a transpose fails at 0, channels_last at 1
         return;
       }
       if (/^\s*Hint:/.test(line)) return;  // hints are the registry's wording, the same for every cause
@@ -265,10 +267,12 @@
         }
       }
     } else if (parts.names.some(function (k) { return k.indexOf("guard_") === 0; })) {
-      var guard = parts.names.filter(function (k) { return k.indexOf("guard_") === 0; })[0];
+      var guards = parts.names.filter(function (k) { return k.indexOf("guard_") === 0; });
       hits = entries.map(function (e) {
-        return {entry: e, score: (e.keys || []).indexOf(guard) >= 0 ? 1 : 0, words: cosine(e)};
-      }).sort(function (a, b) { return b.score - a.score || b.words - a.words; });
+        var held = guards.filter(function (k) { return (e.keys || []).indexOf(k) >= 0; });
+        // The failed guard's kind decides; where it fails (a stride's index) tells its cases apart.
+        return {entry: e, score: held.indexOf(guards[0]) >= 0 ? 1 : 0, detail: held.length, words: cosine(e)};
+      }).sort(function (a, b) { return b.score - a.score || b.detail - a.detail || b.words - a.words; });
       match = hits[0].score > 0;
     } else {
       hits = entries.map(function (e) { var c = cosine(e); return {entry: e, score: c, words: c}; })

@@ -32,21 +32,23 @@ ONCE_WRONG = ("requires_grad_inside", "parameter_inside", "module_backward_hook"
               "forward_hook_print", "share_memory")
 # Fixes a hostile read found changing the program, now equal on the probe that showed it (a gradient, a
 # non-contiguous input, a replaced parameter, a failing check, a max just above a power of 2, a NaN not first).
-MADE_EQUAL = ("nested_tensor", "random_", "torch_check_message", "set_of_parameters", "item", "max_of_tolist",
-              "compiler_disable", "data_assign", "resize_as", "one_hot", "clamp_if")
+MADE_EQUAL = ("random_", "torch_check_message", "set_of_parameters", "item", "max_of_tolist",
+              "compiler_disable", "data_assign", "resize_as", "one_hot", "if_on_tensor")
 # Earlier fixes the probe is tried on: each case's fix as an earlier version shipped it.
 EARLIER = {"item", "max_of_tolist", "while_on_tensor", "nested_tensor", "random_", "torch_check_message",
            "set_of_parameters", "compiler_disable", "data_assign", "max_of_tolist: NaN", "while_on_tensor: overflow",
            "resize_as: empty_like", "manual_seed: never seeded", "while_on_tensor: floats only",
            "max_of_tolist: floats only", "sorted_by_tensor: rows.sum(1)", "nested_tensor: len(x) - 2",
            "out_resized: torch.empty(x.shape)", "max_of_tolist: any rank", "nested_tensor: no values",
-           "mark_dirty: a bool", "sorted_tensors: views"}
+           "mark_dirty: a bool", "sorted_tensors: views", "if_on_tensor: operands kept",
+           "while_on_tensor: exact integer max", "max_of_tolist: Tensor.max()"}
 # Fixes that must change what the program does, each saying how in one sentence.
 CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_print_reordered", "resize_inside",
            "checkpoint_side_effect", "tolist", "apply_inside", "hook_handle_global", "sorted_tensors",
            "out_resized", "out_non_contiguous", "deepcopy_list", "numpy_interp", "numpy_tobytes", "int_index",
            "sorted_by_tensor", "bool_of_tensor", "if_on_count", "while_on_tensor", "float_of_tensor",
-           "item_captured", "manual_seed", "autocast_inside"}
+           "item_captured", "manual_seed", "autocast_inside", "clamp_if", "nan_to_num_if", "len_of_nonzero",
+           "autograd_function_item", "c_extension", "backward_inside", "nested_tensor"}
 # What each of those may differ in: the parts its sentence says, and no other (a raise where the fix computes
 # differs in the output, its aliasing and gradients too).
 RAISED = {"raised", "out", "alias", "grads"}
@@ -58,7 +60,9 @@ DIFFERS = {"deepcopy_module": {"params"}, "print_then_mutate": {"printed"}, "log
            "int_index": {"alias", "raised"}, "sorted_by_tensor": {"alias"}, "bool_of_tensor": {"alias", "out"},
            "if_on_count": {"alias", "out", "raised"}, "while_on_tensor": {"alias", "out"},
            "float_of_tensor": {"warned", "raised"}, "item_captured": {"raised"}, "manual_seed": {"rng"},
-           "autocast_inside": {"state", "raised"}}
+           "autocast_inside": {"state", "raised"}, "clamp_if": RAISED, "nan_to_num_if": RAISED,
+           "len_of_nonzero": {"out"}, "autograd_function_item": {"out"}, "c_extension": {"out"},
+           "backward_inside": {"out", "alias", "grads", "warned"}, "nested_tensor": {"warned"}}
 
 
 @check("graph_mode/break_atlas.py")
