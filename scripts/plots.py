@@ -276,6 +276,14 @@ def readable(number: float) -> str:
     return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
 
 
+def short(number: float) -> str:
+    """A tick on a log axis: 1000 -> '1k', 10000000 -> '10M', 0.5 -> '0.5'."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(number) >= size:
+            return f"{number / size:g}{suffix}"
+    return f"{number:g}"
+
+
 def counted(number: float, unit: str) -> str:
     """'1 graph', '2 graphs': a count's unit agrees with it; other units (MiB, GB/s) are left as they are."""
     if number == 1 and unit.isalpha() and unit.endswith("s"):
@@ -359,13 +367,18 @@ def draw_bars(record: Record, options: dict, colors: dict):
         ax.text(line, len(items) - 0.45, f" {options.get('line_label', '')} {readable(line)} {unit}",
                 fontsize=10, color=colors["fg"], va="bottom")
     if log:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
         ax.set_xscale("log")
         ax.set_xlim(min(lo) / 2, end * 12)  # room for the number past the longest bar
+        # 10k, 1M: a power of ten's superscript would be drawn smaller than the site's least text size.
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: short(v)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     else:
         ax.set_xlim(0, end * 1.35)
     ax.set_ylim(-0.6, len(items) - 0.4 + (0.5 if line is not None else 0))
-    ax.set_xlabel((f"median ({unit}); whiskers: interquartile range" if timings else unit)
-                  + ("; log scale" if log else ""))
+    label = f"median ({unit}); whiskers: interquartile range" if timings else unit
+    ax.set_xlabel(f"{label} (log scale)" if log and label else "log scale" if log else label)
     if all(isinstance(i, int) for i in items) and not log:  # counts: whole-number ticks
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.grid(axis="x")
