@@ -347,8 +347,9 @@ def draw_bars(record: Record, options: dict, colors: dict):
                   frameon=False, fontsize=10, loc="lower left", bbox_to_anchor=(0, 1), ncol=2)
     if above:
         ax.set_yticks([])
+        start = min(lo) / 2 if options.get("log") == "yes" and min(lo) > 0 else 0  # the axis's left end
         for pos, name in zip(positions, names):
-            ax.text(0, pos + 0.28, name, ha="left", va="bottom", fontsize=10, color=colors["fg"])
+            ax.text(start, pos + 0.28, name, ha="left", va="bottom", fontsize=10, color=colors["fg"])
     else:
         ax.set_yticks(positions, names)
     end = max(hi + ([line] if line else []))
