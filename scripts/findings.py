@@ -458,9 +458,9 @@ def chart(found: list[Finding], colors: dict, style: dict, narrow: bool = False)
         else:
             ax.set_yticks(range(len(rows)), labels)
         ratio_ticks(ax.xaxis, low / 1.2, high * 1.2)
-        # Each row names its change after the workload ("..., compiled"): the ratio is with it against without.
-        ax.set_xlabel("how much faster with the\nrow's change (log scale)" if narrow
-                      else "how much faster with the row's change than without it (log scale)")
+        # A row's second side is its change: compiling, unless the row names another ("..., channels-last").
+        ax.set_xlabel("speed-up from the row's change\n(compiling unless named; log scale)" if narrow
+                      else "speed-up from the row's change (compiling, unless the row names another; log scale)")
         ax.grid(axis="x")
         ax.tick_params(axis="y", length=0)
         gpus = sorted({r.gpu.hardware for r in rows if r.gpu})

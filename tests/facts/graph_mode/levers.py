@@ -55,8 +55,13 @@ def _(record):
         # Only a CPU where oneDNN has a bfloat16 matmul (AVX-512 or AMX) changes the result; on an AVX2-only
         # CPU "medium" gives the same bits too.
         assert precision["medium"]["same_as_highest"] is not record.bf16_matmul, record.environment.get("cpu_isa")
-        assert precision["medium"]["error"] < 10 * precision["highest"]["error"] < 1e-3  # float32's size of error
-        assert precision["medium"]["error"] * 100 < results["precision_bf16_inputs_error"]
+        assert precision["highest"]["error"] < 1e-4  # float32's size of error
+        bf16 = results["precision_bf16_inputs_error"]
+        if record.amx_bf16:  # oneDNN's AMX kernel takes bfloat16 inputs: their rounding's error (levers.md)
+            assert 10 * precision["highest"]["error"] < precision["medium"]["error"] < 2 * bf16, precision
+        else:  # the last bits only, far from bfloat16 inputs' error
+            assert precision["medium"]["error"] < 10 * precision["highest"]["error"], precision
+            assert precision["medium"]["error"] * 100 < bf16, precision
     else:
         # On a GPU "high" is TF32, whose error is far above float32's; "medium" gave the same as "high".
         assert not precision["high"]["same_as_highest"]
