@@ -285,8 +285,11 @@ def computes_the_same(broken, fixed, settings, around, probes, state):
     differs, rounded = set(), set()
     more = variants(probes[0])
     runs = [(make, 0, True, False) for make in probes] + [
-        (make, 0, kind == "grad", False) for kind, make in more.items()] + (
-        [(more["grad"], 0, False, True)] if "grad" in more else [])
+        (make, 0, kind == "grad", False) for kind, make in more.items()]
+    # Written into after the call: every probe's inputs, and one element's.
+    for make in [*probes, more.get("one")]:
+        if make and "grad" in (needing := variants(make)):
+            runs.append((needing["grad"], 0, False, True))
     # Every variant may recompile: past the limit the fix would run eagerly, unproven.
     limits = has(("recompile_limit", 1000), ("accumulated_recompile_limit", 10000))
     with config.patch(**settings, **limits):
@@ -606,7 +609,12 @@ def bool_of_tensor(x):
 
 
 def bool_of_tensor_fixed(x):
-    return torch.where(x.any(), x * 2, x)
+    # any() of a uint8 x is uint8, which where() refuses as a condition when compiled.
+    return torch.where(x.any().bool(), x * 2, x)
+
+
+def bytes_3():  # a uint8 x, as image data and older masks are
+    return (torch.tensor([1, 0, 3], device=device, dtype=torch.uint8),)
 
 
 def all_false():
@@ -614,7 +622,7 @@ def all_false():
 
 
 add("bool_of_tensor", "bool(tensor)", bool_of_tensor, "torch.where",
-    bool_of_tensor_fixed, "where_or_cond", probes=(*BRANCHES, all_false),
+    bool_of_tensor_fixed, "where_or_cond", probes=(*BRANCHES, all_false, bytes_3),
     changes="The result is a new tensor, where the original returned x itself (a bool "
             "x stayed bool) when x was all zeros.")
 
@@ -631,9 +639,9 @@ def where_by_mask_sum_fixed(x):
 
 add("if_on_count", "if on a count of elements", where_by_mask_sum, "torch.where",
     where_by_mask_sum_fixed, "where_or_cond", probes=BRANCHES,
-    changes="The result is a new contiguous tensor, where the original returned x "
-            "itself when at most one value was positive, else x.relu() in x's layout "
-            "(a bool x raises, where the original returned it).")
+    changes="The result is a new tensor (contiguous where x is not dense), where the "
+            "original returned x itself when at most one value was positive, else "
+            "x.relu() in x's layout (a bool x raises, where the original returned it).")
 
 # Tensor values as Python numbers.
 CAPTURE = {"capture_scalar_outputs": True}
@@ -736,8 +744,8 @@ def max_of_tolist_fixed(x):
         raise TypeError("only integer tensors of a single element can be converted "
                         "to an index")
     values = x.detach()
-    if len(values) == 1:  # max() of one value compares nothing: it is that value
-        return x * values[0]
+    if len(values) == 1:  # max() of one value compares nothing: it is that value, a
+        return x * values[0].clone()  # copy, as a number is: x's later writes miss it
     if values.is_complex():
         raise TypeError("'>' not supported between instances of 'complex' and "
                         "'complex'")
@@ -1804,16 +1812,12 @@ def backward_after(fn, x):
     return x.grad
 
 
+# Not trace_autograd_ops=True: with it, a compiled backward() from an x that is not a
+# leaf (a layer's output) reaches no leaf, and which x compiled first decides later
+# calls. Compiling the loss and calling backward() outside computes what eager does.
 add("backward_inside", "loss.backward() inside", backward_inside,
-    "trace_autograd_ops=True" if TRACE_AUTOGRAD else
-    "compile the loss, backward outside",
-    backward_inside if TRACE_AUTOGRAD else lambda x: (x * 2).sum(),
-    "config" if TRACE_AUTOGRAD else "move_out", TRACE_AUTOGRAD,
-    around=None if TRACE_AUTOGRAD else backward_after, inputs=grad3,
-    changes="Where x is not a leaf (a layer's output), the compiled backward stops at "
-            "x: x.grad holds the gradient and the leaves before x get none, where the "
-            "original reaches them and x.grad is None (with a warning)."
-    if TRACE_AUTOGRAD else None)
+    "compile the loss, backward outside", lambda x: (x * 2).sum(), "move_out",
+    around=backward_after, inputs=grad3)
 
 
 def autograd_grad(x):

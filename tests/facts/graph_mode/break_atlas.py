@@ -48,7 +48,7 @@ CHANGES = {"deepcopy_module", "print_then_mutate", "logger_info", "forward_hook_
            "out_resized", "out_non_contiguous", "deepcopy_list", "numpy_interp", "numpy_tobytes", "int_index",
            "sorted_by_tensor", "bool_of_tensor", "if_on_count", "while_on_tensor", "float_of_tensor",
            "item_captured", "manual_seed", "autocast_inside", "clamp_if", "nan_to_num_if", "len_of_nonzero",
-           "autograd_function_item", "c_extension", "backward_inside", "nested_tensor"}
+           "autograd_function_item", "c_extension", "nested_tensor"}
 # What each of those may differ in: the parts its sentence says, and no other (a raise where the fix computes
 # differs in the output, its aliasing and gradients too).
 RAISED = {"raised", "out", "alias", "grads"}
@@ -62,7 +62,7 @@ DIFFERS = {"deepcopy_module": {"params"}, "print_then_mutate": {"printed"}, "log
            "float_of_tensor": {"warned", "raised"}, "item_captured": {"raised"}, "manual_seed": {"rng"},
            "autocast_inside": {"state", "raised"}, "clamp_if": RAISED, "nan_to_num_if": RAISED,
            "len_of_nonzero": {"out"}, "autograd_function_item": {"out"}, "c_extension": {"out"},
-           "backward_inside": {"out", "alias", "grads", "warned"}, "nested_tensor": {"warned"}}
+           "nested_tensor": {"warned"}}
 
 
 @check("graph_mode/break_atlas.py")
