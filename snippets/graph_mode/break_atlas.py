@@ -2038,11 +2038,18 @@ def padded(x):  # what to_padded_tensor returns: each row padded with 0 to the l
     x = x.detach()  # nested_tensor copies its rows without their gradient
     pad = len(x) - len(x[:2])  # x[:2] has fewer rows only where x has more than 2
     rows = torch.nn.functional.pad(x[:2], (0, 0) * (x.dim() - 1) + (0, pad))
-    return torch.stack([x, rows])
+    # Contiguous, as to_padded_tensor's result is: stack keeps a channels_last layout.
+    return torch.stack([x, rows]).contiguous()
+
+
+def images_channels_last():  # an image batch laid out channels-last
+    images = torch.randn(2, 3, 4, 4, device=device)
+    return (images.to(memory_format=torch.channels_last),)
 
 
 add("nested_tensor", "torch.nested.nested_tensor (strided layout)", nested,
-    "pad the rows and stack them", padded, "rewrite", probes=(grad3,),
+    "pad the rows and stack them", padded, "rewrite",
+    probes=(grad3, images_channels_last),
     changes="The original warns that nested tensors are a prototype; the fix makes "
             "none, and does not.")
 
