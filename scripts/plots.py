@@ -345,18 +345,18 @@ def draw_bars(record: Record, options: dict, colors: dict):
                                  label=pairs[0]),
                            Patch(facecolor=colors["fg"], edgecolor=colors["fg"], label=pairs[1])],
                   frameon=False, fontsize=10, loc="lower left", bbox_to_anchor=(0, 1), ncol=2)
+    # log=yes: values that span decades, where a linear axis leaves the small bars invisible.
+    log = options.get("log") == "yes"
+    if log and min(lo) <= 0:
+        raise FigureError("log=yes needs every value above 0")
     if above:
         ax.set_yticks([])
-        start = min(lo) / 2 if options.get("log") == "yes" and min(lo) > 0 else 0  # the axis's left end
+        start = min(lo) / 2 if log else 0  # the axis's left end
         for pos, name in zip(positions, names):
             ax.text(start, pos + 0.28, name, ha="left", va="bottom", fontsize=10, color=colors["fg"])
     else:
         ax.set_yticks(positions, names)
     end = max(hi + ([line] if line else []))
-    # log=yes: values that span decades, where a linear axis leaves the small bars invisible.
-    log = options.get("log") == "yes"
-    if log and min(lo) <= 0:
-        raise FigureError("log=yes needs every value above 0")
     for pos, v, h, edge in zip(positions, values, hi, edges):
         if v == 0 and not timings:  # a bar of length 0 is drawn as a mark at 0, and says so (issue 51)
             ax.plot([0, 0], [pos - 0.22, pos + 0.22], color=edge, linewidth=4, solid_capstyle="butt")
