@@ -364,6 +364,12 @@ def run_key(source: Path, env_info: dict, env) -> str:
                                json.dumps(sorted(run_env.settings(env).items())))
 
 
+def note_path(snippet: str, env_info: dict, where: Path) -> Path:
+    """One note per snippet and torch release: recording a snippet on torch 2.13 after 2.15 keeps 2.15's
+    note, which the main environment's check reads."""
+    return where / f"{snippet.replace('/', '__')}@{env_info.get('torch', '')}.json"
+
+
 def note_recorded(snippet: str, spec: RunSpec, env_info: dict, env=os.environ, where: Path = RECORDED) -> None:
     """Note a CPU record just made of a snippet of this repository, for recorded_run."""
     if spec.device != "cpu":
@@ -371,7 +377,7 @@ def note_recorded(snippet: str, spec: RunSpec, env_info: dict, env=os.environ, w
     folder = records.record_dir(snippet, "cpu", spec.outputs_dir)
     note = {"key": run_key(spec.snippets_dir / snippet, env_info, env), "record": str(folder.resolve())}
     where.mkdir(parents=True, exist_ok=True)
-    path = where / f"{snippet.replace('/', '__')}.json"
+    path = note_path(snippet, env_info, where)
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     partial.write_text(json.dumps(note) + "\n")
     os.replace(partial, path)
@@ -382,7 +388,7 @@ def recorded_run(snippet: str, env_info: dict, env, where: Path = RECORDED,
     """The folder of the recorder's own CPU run of a snippet, made here (note_recorded) from the snippet as it
     is, by the same code, installs and settings: the run the suite's check would make; None where there is
     none (a clean clone has none)."""
-    path = where / f"{snippet.replace('/', '__')}.json"
+    path = note_path(snippet, env_info, where)
     if not path.is_file():
         return None
     note = json.loads(path.read_text())

@@ -958,6 +958,9 @@ def test_the_recorder_s_own_cpu_run_is_the_suite_s_fresh_run_while_nothing_chang
     assert found() is None  # nothing noted: a clean clone runs every snippet
     recorder.note_recorded("demo/hello.py", spec, machine, env, notes)
     assert found() == record(tree)
+    # Recording it on another torch release afterwards keeps this release's note.
+    recorder.note_recorded("demo/hello.py", spec, {**machine, "torch": "2.11.0"}, env, notes)
+    assert found() == record(tree)
     # What the recorder and the suite each decide for a run (caches, no GPU, the interpreter) keys nothing;
     # any other setting that changes a run, another machine or an edit of the snippet makes it run again.
     assert found(env={**env, "TRITON_INTERPRET": "1", "TMPDIR": "/elsewhere", "CUDA_VISIBLE_DEVICES": ""})

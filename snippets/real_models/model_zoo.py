@@ -274,3 +274,39 @@ if device == "cuda":
         print(f"{name:<7} {eager:8.1f} -> {compiled:8.1f}")
 # --8<-- [end:table]
 results["models"] = rows
+
+# --8<-- [start:layout]
+# Why ResNet lost: Inductor lays a graph with convolutions out channels-last (its
+# layout_optimization). Unfrozen, the weights are the graph's inputs, kept as the
+# model stores them (NCHW), so every call first copies each weight that is not
+# already channels-last (every kernel larger than 1 x 1) into a new buffer. Two ways
+# round it: keep the model's layout, or freeze the weights (constants, laid out once
+# at compile time, each batch norm folded into its convolution's weights).
+resnet_class, resnet_config, make_pixels = MODELS["ResNet"]
+resnet = resnet_class(resnet_config).to(device, dtype).eval()
+images = make_pixels()[0]
+relaid = [p for p in resnet.parameters()
+          if p.dim() == 4 and not p.is_contiguous(memory_format=torch.channels_last)]
+relaid_mb = sum(p.numel() * p.element_size() for p in relaid) / 1e6
+print(f"weights copied per call, unfrozen: {len(relaid)} tensors, {relaid_mb:.1f} MB "
+      f"read and as many written")
+LAYOUTS = {"compiled": {}, "kept_layout": {"layout_optimization": False},
+           "frozen": {"freezing": True}}
+layouts, differences = {}, {}
+with torch.no_grad():
+    eager_out = forward(resnet, images)
+    for name, setting in LAYOUTS.items():
+        torch._dynamo.reset()  # compiled anew, and timed while its graph is the one
+        compiled = torch.compile(copy.deepcopy(resnet))
+        with torch._inductor.config.patch(setting):  # read when a call compiles
+            out = forward(compiled, images)
+            differences[name] = largest_difference([eager_out], [out])
+            layouts[name] = measure({"eager": (forward, resnet, images),
+                                     "compiled": (forward, compiled, images)})
+for name, pair in layouts.items():
+    eager, compiled = ms(pair["eager"]), ms(pair["compiled"])
+    print(f"{name:<12} {compiled:6.2f} ms per forward, eager beside it {eager:6.2f}; "
+          f"|out diff| {differences[name]:.1e}")
+# --8<-- [end:layout]
+results["layouts"] = {"relaid": len(relaid), "relaid_mb": relaid_mb,
+                      "differences": differences, "timed": layouts}

@@ -41,3 +41,17 @@ def _(record):
         # Peak memory is read on a GPU only.
         measured = row["peak_eager"] is not None and row["peak_compiled"] is not None
         assert measured == (record.device == "cuda"), (name, row["peak_eager"])
+    # ResNet compiled three ways (the layout section): the weights copied into channels-last per call are
+    # every convolution weight whose kernel is larger than 1 x 1 (the stem's and eight 3 x 3 ones).
+    layouts = record.results["layouts"]
+    if record.device == "cpu":
+        assert layouts["relaid"] == 9, layouts["relaid"]
+    for name in ("compiled", "kept_layout", "frozen"):
+        timed(layouts["timed"][name], ("eager", "compiled"))
+        # Each computes eager's forward, to float32 rounding (freezing folds batch norm into the weights).
+        assert layouts["differences"][name] < (1e-4 if record.device == "cpu" else 5e-2), (name, layouts)
+    # The table's ResNet forward, compiled, was slower than eager in every process (the layout section says so).
+    resnet = record.results["models"]["ResNet"]
+    slowest_eager = max(resnet["inference_eager"].get("process_medians_us") or [resnet["inference_eager"]["median_us"]])
+    fastest = min(resnet["inference_compiled"].get("process_medians_us") or [resnet["inference_compiled"]["median_us"]])
+    assert fastest > slowest_eager, (fastest, slowest_eager)
