@@ -50,8 +50,10 @@ def _(record):
         timed(layouts["timed"][name], ("eager", "compiled"))
         # Each computes eager's forward, to float32 rounding (freezing folds batch norm into the weights).
         assert layouts["differences"][name] < (1e-4 if record.device == "cpu" else 5e-2), (name, layouts)
-    # The table's ResNet forward, compiled, was slower than eager in every process (the layout section says so).
+    # The table's ResNet forward, compiled, was slower than eager in every process of a committed record (the
+    # layout section says so). A fresh run is one process, timed while the suite runs beside it: not judged.
     resnet = record.results["models"]["ResNet"]
-    slowest_eager = max(resnet["inference_eager"].get("process_medians_us") or [resnet["inference_eager"]["median_us"]])
-    fastest = min(resnet["inference_compiled"].get("process_medians_us") or [resnet["inference_compiled"]["median_us"]])
-    assert fastest > slowest_eager, (fastest, slowest_eager)
+    eager = resnet["inference_eager"].get("process_medians_us") or []
+    compiled = resnet["inference_compiled"].get("process_medians_us") or []
+    if len(eager) > 1 and len(compiled) > 1:
+        assert min(compiled) > max(eager), (min(compiled), max(eager))
