@@ -64,6 +64,7 @@ class Page:
         self.figures = 0
         self.same_said: dict[str, str] = {}  # device -> the releases an output was first said to print alike on
         self.drawn: dict[str, str] = {}  # site path -> cached file, copied into the site after the build
+        self.pooled: set[tuple[str, str]] = set()  # (snippet, device) whose pooled figures a fold has shown
 
     def under_code(self, snippet: str, section: str | None) -> bool:
         """Whether a notebook already shows this output under its code cell; a page shows every output."""
@@ -152,7 +153,10 @@ def render_output(d: Directive, page: Page) -> str:
         # Output wraps at the column (.mlc-output in extra.css), code-like output too.
         block = fenced(text, f"{{ .{languages[record.device]} .mlc-output }}")
         line = output_line(page, record, section)
-        pooled = pooled_table(record) if PRINTED_TIME.search(text) else ""
+        pooled = ""  # under the snippet's first timed output on the page: the table holds all its timings
+        if PRINTED_TIME.search(text) and (snippet, record.device) not in page.pooled:
+            page.pooled.add((snippet, record.device))
+            pooled = pooled_table(record)
         bodies.append((record.device, stale_warning(record) + block + "\n\n" + line + pooled))
     return tabs(bodies)
 

@@ -503,6 +503,14 @@ def test_a_timed_output_says_which_process_printed_it_and_folds_the_pooled_figur
     assert "| `t` | 25.0\u202fms | 20.0\u202fms – 30.0\u202fms | 20.0\u202fms – 30.0\u202fms |" in text
 
 
+def test_the_pooled_figures_fold_once_per_snippet_and_device_on_a_page(tree):
+    runs = [{"median_us": m, "times_us": [m], "threads": 2} for m in (20_000.0, 30_000.0)]
+    write_record(tree, "cpu", stdout="eager: 20,000 us\n", results={"t": measures.pool(runs)})
+    text = expand(tree, f"<!-- md:output {SNIPPET}:main -->\n\nThen again:\n\n<!-- md:output {SNIPPET}:main -->\n")
+    assert text.count("printed by the first of 2 processes") == 2
+    assert text.count("Pooled over 2 processes") == 1  # the table lists every timing of the record: once is enough
+
+
 def test_an_output_that_prints_no_time_folds_no_pooled_figures(tree):
     runs = [{"median_us": m, "times_us": [m], "threads": 2} for m in (20_000.0, 30_000.0)]
     write_record(tree, "cpu", stdout="compiled == eager: True\n", results={"t": measures.pool(runs)})

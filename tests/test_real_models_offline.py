@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SNIPPETS = {"real_models/model_zoo.py": "models", "real_models/generation.py": "model"}
+SNIPPETS = {"real_models/model_zoo.py": "models", "real_models/generation.py": "model",
+            "real_models/resnet_layout.py": "model"}
 
 GUARD = """
 import socket, sys

@@ -3,11 +3,12 @@
     python snippets/real_models/generation.py
 
 Generates greedily with a small Llama-style model from Hugging Face transformers
-(random weights, nothing downloaded): eagerly, then with its forward compiled three
+(random weights, nothing downloaded): eagerly, then with its forward compiled four
 ways (the default dynamic cache as it is, the same with dynamic shapes asked for up
-front, and a static cache). For each: the graphs compiled by the first sequence and
-by a second one with a longer prompt, whether its tokens equal eager's, and the time
-per generated token. Runs on CUDA when torch sees a GPU, else on the CPU.
+front, the same with only its sequence dimension marked dynamic, and a static
+cache). For each: the graphs compiled by the first sequence and by a second one with
+a longer prompt, whether its tokens equal eager's, and the time per generated token.
+Runs on CUDA when torch sees a GPU, else on the CPU.
 """
 
 import contextlib
@@ -47,10 +48,29 @@ def greedy(prompt, cache):
                               disable_compile=True)
 
 
+def marked(compiled_forward):
+    """The forward, compiled, with only the sequence dimension marked dynamic: the last
+    of the ids, mask and positions, the third of the cache's keys and values ([batch,
+    heads, sequence, head size]). A mark is read only by a call that compiles, but any
+    call may compile, and the ids and the cache are new tensors at every step: so
+    every call marks them."""
+    def forward(**inputs):
+        for name in ("input_ids", "attention_mask", "cache_position", "position_ids"):
+            if isinstance(inputs.get(name), torch.Tensor):
+                torch._dynamo.mark_dynamic(inputs[name], inputs[name].dim() - 1)
+        for layer in getattr(inputs.get("past_key_values"), "layers", ()):
+            if getattr(layer, "is_initialized", False):
+                torch._dynamo.mark_dynamic(layer.keys, 2)
+                torch._dynamo.mark_dynamic(layer.values, 2)
+        return compiled_forward(**inputs)
+    return forward
+
+
 VARIANTS = {  # name: (the forward generate calls, its KV cache)
     "eager": (eager_forward, "dynamic"),
     "compiled": (torch.compile(eager_forward), "dynamic"),
     "compiled_dynamic": (torch.compile(eager_forward, dynamic=True), "dynamic"),
+    "compiled_marked": (marked(torch.compile(eager_forward)), "dynamic"),
     "compiled_static": (torch.compile(eager_forward), "static"),
 }
 # --8<-- [end:model]

@@ -7,11 +7,13 @@ For each model: compile it, count its graphs and graph breaks, time its first ca
 cold (empty caches) and warm (after torch._dynamo.reset(), with the caches the cold
 compile left on disk), compare compiled outputs and gradients with eager's, then
 time eager against compiled for inference and for a training step (forward, loss,
-backward, AdamW). Runs on CUDA when torch sees a GPU (bf16, larger), else on the CPU.
+backward, AdamW), and count the page faults of a forward. Runs on CUDA when torch
+sees a GPU (bf16, larger), else on the CPU.
 """
 
 import copy
 import re
+import resource
 import time
 
 import torch
@@ -126,6 +128,18 @@ def largest_difference(a, b):
     return max((x.float() - y.float()).abs().max().item() for x, y in zip(a, b))
 
 
+def faults_per_call(fn, *args, calls=50):
+    """Minor page faults and the kernel's (system) milliseconds per call. A minor fault
+    is the first touch of a page the OS has mapped but not yet backed: memory the
+    allocator took from the OS since the last call. CPU time of this process only."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(calls):
+        fn(*args)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return {"faults": (after.ru_minflt - before.ru_minflt) / calls,
+            "system_ms": (after.ru_stime - before.ru_stime) / calls * 1e3}
+
+
 def peak_bytes(fn, *args):  # what the step holds at its fullest; CUDA counts it
     if device != "cuda":
         return None
@@ -171,6 +185,9 @@ def compile_and_time(model_class, config, make_inputs):
     with torch.no_grad():
         infer = measure({"eager": (forward, model, inputs),
                          "compiled": (forward, compiled, inputs)})
+        # Counted at once: what malloc keeps changes with what the process frees.
+        faults = {"eager": faults_per_call(forward, model, inputs),
+                  "compiled": faults_per_call(forward, compiled, inputs)}
     model.train(), twin.train()
     train = measure({"eager": (train_step, model, eager_opt, inputs, labels),
                      "compiled": (train_step, compiled, compiled_opt, inputs, labels)})
@@ -195,7 +212,7 @@ def compile_and_time(model_class, config, make_inputs):
         "loss_diff": abs(eager_loss.item() - loss.item()),
         "inference_eager": infer["eager"], "inference_compiled": infer["compiled"],
         "train_eager": train["eager"], "train_compiled": train["compiled"],
-        "library_ms": shares,
+        "library_ms": shares, "inference_faults": faults,
         "peak_eager": peak_bytes(train_step, model, eager_opt, inputs, labels),
         "peak_compiled": peak_bytes(train_step, compiled, compiled_opt, inputs, labels),
     }
@@ -267,6 +284,11 @@ for name, r in rows.items():
         print(f"{name:<7} {step:<9}" + ",".join(
             f" {eager[part]:6.2f} -> {compiled[part]:6.2f}"
             for part in ("library", "rest", "outside_ops")))
+print("\npage faults per forward (kernel ms per forward), eager -> compiled")
+for name, r in rows.items():
+    eager, compiled = r["inference_faults"]["eager"], r["inference_faults"]["compiled"]
+    print(f"{name:<7} {eager['faults']:7.0f} ({eager['system_ms']:5.2f}) -> "
+          f"{compiled['faults']:7.0f} ({compiled['system_ms']:5.2f})")
 if device == "cuda":
     print("\npeak memory of a training step, eager -> compiled (MiB):")
     for name, r in rows.items():
@@ -274,39 +296,3 @@ if device == "cuda":
         print(f"{name:<7} {eager:8.1f} -> {compiled:8.1f}")
 # --8<-- [end:table]
 results["models"] = rows
-
-# --8<-- [start:layout]
-# Why ResNet lost: Inductor lays a graph with convolutions out channels-last (its
-# layout_optimization). Unfrozen, the weights are the graph's inputs, kept as the
-# model stores them (NCHW), so every call first copies each weight that is not
-# already channels-last (every kernel larger than 1 x 1) into a new buffer. Two ways
-# round it: keep the model's layout, or freeze the weights (constants, laid out once
-# at compile time, each batch norm folded into its convolution's weights).
-resnet_class, resnet_config, make_pixels = MODELS["ResNet"]
-resnet = resnet_class(resnet_config).to(device, dtype).eval()
-images = make_pixels()[0]
-relaid = [p for p in resnet.parameters()
-          if p.dim() == 4 and not p.is_contiguous(memory_format=torch.channels_last)]
-relaid_mb = sum(p.numel() * p.element_size() for p in relaid) / 1e6
-print(f"weights copied per call, unfrozen: {len(relaid)} tensors, {relaid_mb:.1f} MB "
-      f"read and as many written")
-LAYOUTS = {"compiled": {}, "kept_layout": {"layout_optimization": False},
-           "frozen": {"freezing": True}}
-layouts, differences = {}, {}
-with torch.no_grad():
-    eager_out = forward(resnet, images)
-    for name, setting in LAYOUTS.items():
-        torch._dynamo.reset()  # compiled anew, and timed while its graph is the one
-        compiled = torch.compile(copy.deepcopy(resnet))
-        with torch._inductor.config.patch(setting):  # read when a call compiles
-            out = forward(compiled, images)
-            differences[name] = largest_difference([eager_out], [out])
-            layouts[name] = measure({"eager": (forward, resnet, images),
-                                     "compiled": (forward, compiled, images)})
-for name, pair in layouts.items():
-    eager, compiled = ms(pair["eager"]), ms(pair["compiled"])
-    print(f"{name:<12} {compiled:6.2f} ms per forward, eager beside it {eager:6.2f}; "
-          f"|out diff| {differences[name]:.1e}")
-# --8<-- [end:layout]
-results["layouts"] = {"relaid": len(relaid), "relaid_mb": relaid_mb,
-                      "differences": differences, "timed": layouts}

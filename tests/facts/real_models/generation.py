@@ -3,7 +3,7 @@ it."""
 
 from facts import check, timed
 
-VARIANTS = ("eager", "compiled", "compiled_dynamic", "compiled_static")
+VARIANTS = ("eager", "compiled", "compiled_dynamic", "compiled_marked", "compiled_static")
 
 
 @check("real_models/generation.py")
@@ -21,5 +21,7 @@ def _(record):
     # The longer prompt: the default (automatic dynamic) compiles again; dynamic=True does not.
     assert compiles["compiled|longer"] >= 1, compiles
     assert compiles["compiled_dynamic|longer"] == 0, compiles
+    # Marking only the sequence dimension dynamic does the same for this model: the longer prompt compiles nothing.
+    assert compiles["compiled_marked|longer"] == 0, compiles
     for name in VARIANTS[1:]:
         timed(results["per_sequence"][name], ("eager", "compiled"))

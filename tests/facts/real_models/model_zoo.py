@@ -41,18 +41,15 @@ def _(record):
         # Peak memory is read on a GPU only.
         measured = row["peak_eager"] is not None and row["peak_compiled"] is not None
         assert measured == (record.device == "cuda"), (name, row["peak_eager"])
-    # ResNet compiled three ways (the layout section): the weights copied into channels-last per call are
-    # every convolution weight whose kernel is larger than 1 x 1 (the stem's and eight 3 x 3 ones).
-    layouts = record.results["layouts"]
-    if record.device == "cpu":
-        assert layouts["relaid"] == 9, layouts["relaid"]
-    for name in ("compiled", "kept_layout", "frozen"):
-        timed(layouts["timed"][name], ("eager", "compiled"))
-        # Each computes eager's forward, to float32 rounding (freezing folds batch norm into the weights).
-        assert layouts["differences"][name] < (1e-4 if record.device == "cpu" else 5e-2), (name, layouts)
+    # The page faults of a forward, counted right after the timing: the compiled ResNet's, which copies its
+    # weights into new buffers at every call, outnumber its eager forward's (the page's reading of its row), in
+    # the median process of a committed record. malloc's state decides it, so a fresh run is not judged.
+    resnet = models["ResNet"]
+    if record.device == "cpu" and len(resnet["inference_compiled"].get("process_medians_us") or []) > 1:
+        assert resnet["inference_faults"]["compiled"]["faults"] > resnet["inference_faults"]["eager"]["faults"], \
+            resnet["inference_faults"]
     # The table's ResNet forward, compiled, was slower than eager in every process of a committed record (the
-    # layout section says so). A fresh run is one process, timed while the suite runs beside it: not judged.
-    resnet = record.results["models"]["ResNet"]
+    # page reads its row as a loss). A fresh run is one process, timed while the suite runs beside it: not judged.
     eager = resnet["inference_eager"].get("process_medians_us") or []
     compiled = resnet["inference_compiled"].get("process_medians_us") or []
     if len(eager) > 1 and len(compiled) > 1:
