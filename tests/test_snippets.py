@@ -113,6 +113,7 @@ DIFFERENT_ON_PURPOSE = {
     "default": "regimes.py's layer compiled in the default mode; findings_model's the same layer on the meta device",
     "max_autotune": "regimes.py's layer compiled with max-autotune; findings_model's the same layer on the meta device",
     "activation": "compiler_crash's ReLU, where the planted bug sits; data_dependent's own activation",
+    "forward": "model_zoo's forward of any model from its inputs; resnet_layout's of images only",
     "fresh": "training_step's fresh model and its optimizer; break_atlas's fresh leaves for a case's inputs",
     "call": "break_atlas calls a function with its arguments; recompile_atlas makes one call for later",
     "same": "break_atlas compares values of any type; recompile_atlas compares a call's result and its gradients",
@@ -134,7 +135,10 @@ DIFFERENT_ON_PURPOSE = {
     "keep_aten_graph": "an AOTAutograd compiler in one snippet, a graph transform in the other",
     "kernels_and_launches": "one lists kernels with how they compile; the other returns their sources and call()",
     "linear_relu": "one op per line where the page counts kernels, else one expression",
+    "largest_difference": "model_zoo compares lists of outputs or gradients; resnet_layout one tensor",
     "listing": "Python bytecode in one snippet, an FX graph's nodes in the other",
+    "marked": "recompile_atlas marks one tensor's size; generation wraps a forward that marks the sequence "
+              "dimension of every input and cache tensor at each call",
     "matmul": "regimes' torch matmul; tile_order's Triton kernel",
     "no_grad": "transformer_block's inference wrapper of a module; findings_model's of a function",
     "normalise": "each snippet's output code hides what its page does not show",
