@@ -150,8 +150,10 @@ def render_output(d: Directive, page: Page) -> str:
             raise DirectiveError(f"the {record.device} record of {snippet} printed nothing in section '{section}'")
         if page.target == NOTEBOOK:
             return fenced(text, "text") + f"\n\n*Recorded on {LABELS[record.device]} ({record.hardware}).*\n"
-        # Output wraps at the column (.mlc-output in extra.css), code-like output too.
+        # Output wraps at the column (.mlc-output in extra.css), code-like output too; a table does not.
         block = fenced(text, f"{{ .{languages[record.device]} .mlc-output }}")
+        if width := table_width(text):
+            block = f'<div class="mlc-columns" style="--mlc-cols: {width}">\n\n{block}\n\n</div>'
         line = output_line(page, record, section)
         pooled = ""  # under the snippet's first timed output on the page: the table holds all its timings
         if PRINTED_TIME.search(text) and (snippet, record.device) not in page.pooled:
@@ -159,6 +161,18 @@ def render_output(d: Directive, page: Page) -> str:
             pooled = pooled_table(record)
         bodies.append((record.device, stale_warning(record) + block + "\n\n" + line + pooled))
     return tabs(bodies)
+
+
+COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")  # two spaces or more between words: aligned columns
+
+
+def table_width(text: str) -> int:
+    """The widest line of an output that prints aligned columns (most of its lines have two gaps of two spaces
+    or more), else 0. Wrapped, such a table loses its columns (tile_order's 8 x 8 grid at 390 px): it is shown
+    unwrapped, in a font that shrinks to fit the column down to a floor, then scrolls (extra.css)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    aligned = sum(len(COLUMN_GAP.findall(line.strip())) >= 2 for line in lines)
+    return max(map(len, lines)) if aligned >= 3 and 2 * aligned >= len(lines) else 0
 
 
 PRINTED_TIME = re.compile(r"\d\s*(?:µs|us|ms|s)\b")  # an output that prints a time
@@ -379,6 +393,7 @@ def render_records(d: Directive, page: Page) -> str:
                if release == records.MAIN or records.find_records(device, root)]
     heads = [f"{LABELS[device]}, torch {release}" for device, release, _ in columns]
     rows = ["| Snippet | " + " | ".join(heads) + " |", "|---|" + "---|" * len(columns)]
+    items = []  # a phone's column: one entry a snippet, one line a record (six columns left the path 40 px)
     for snippet in records.find_snippets(page.snippets):
         cells = []
         for device, _, root in columns:
@@ -392,7 +407,11 @@ def render_records(d: Directive, page: Page) -> str:
             cells.append(f"{shown} · [{record.date}]({link}) · {record.hardware} · "
                          f"{record.manifest.get('duration_s')} s")
         rows.append(f"| `{snippet}` | " + " | ".join(cells) + " |")
-    return "\n".join(rows) + "\n"
+        items.append(f"- `{snippet}`\n" + "\n".join(f"    - {head}: {cell}" for head, cell in zip(heads, cells)))
+    if page.target == NOTEBOOK:
+        return "\n".join(rows) + "\n"
+    return ('<div class="mlc-figure" markdown>\n<div class="mlc-wide" markdown>\n\n' + "\n".join(rows)
+            + '\n\n</div>\n<div class="mlc-narrow" markdown>\n\n' + "\n".join(items) + "\n\n</div>\n</div>\n")
 
 
 def render_changes(d: Directive, page: Page) -> str:
@@ -581,9 +600,10 @@ def render_findings(d: Directive, page: Page) -> str:
     files = drawings[False]
     alt = findings.describe(found)
     predicts = any(f.gpu is not None and f.gpu.predicted is not None for f in found)
-    rows = ["| Workload | On the CPU | Ratio (range over fresh processes) | Every release | Measured on a GPU "
+    # The CPU's verdict, ratio, range and releases share one cell: seven columns scrolled at 1280.
+    rows = ["| Workload | On the CPU | Measured on a GPU "
             + ("| Model of the GPU's run |" if predicts else "|") + " Why |",
-            "|---|---|---|---|---|" + ("---|" if predicts else "") + "---|"]
+            "|---|---|---|" + ("---|" if predicts else "") + "---|"]
     items = []
 
     def on_gpu(f: findings.Finding) -> str:
@@ -618,7 +638,8 @@ def render_findings(d: Directive, page: Page) -> str:
             words, spread, agree = "not measured", "", ""
         gpu = on_gpu(f)
         modelled = gpu_model(f)
-        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {words} | {spread} | {agree} | {gpu} "
+        cpu_cell = f"**{words}**: {spread}; {agree}" if f.on_cpu else words
+        rows.append(f"| [{f.what}]({page.md_link(f.page)}){size} | {cpu_cell} | {gpu} "
                     + (f"| {modelled} " if predicts else "") + f"| {f.why} |")
         why = f" {f.why[:1].upper()}{f.why[1:]}." if f.why else ""
         cpu = f"{f.words}, {spread}; {agree}" if f.on_cpu else "not measured on the CPU"

@@ -438,18 +438,22 @@ def test_records_table_gives_each_state(tree):
     (tree / "snippets" / "demo" / "other.py").write_text("print('never recorded')\n")
     write_record(tree, "cpu", source="print('an older version')\n")
     text = expand(tree, "<!-- md:records -->\n")
-    rows = text.strip().splitlines()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
     assert rows[0] == f"| Snippet | CUDA, torch {records.MAIN} | CPU, torch {records.MAIN} |"
     assert rows[2].startswith("| `demo/hello.py` | *missing* | **stale** · [2026-11-21](")
     assert "Test CPU · 1.5 s |" in rows[2]
     assert rows[3] == "| `demo/other.py` | *missing* | *missing* |"
+    # a phone's column: the same cells as a list, one entry a snippet, one line a record
+    listed = text.split('class="mlc-narrow"')[1]
+    assert (f"- `demo/other.py`\n    - CUDA, torch {records.MAIN}: *missing*\n"
+            f"    - CPU, torch {records.MAIN}: *missing*") in listed
 
 
 def test_records_table_has_a_column_for_each_release_that_made_records(tree):
     write_record(tree, "cpu")
     older = write_record(tree, "cpu", release="2.11.0")
     write_record(tree, "cuda", release="2.11.0")
-    rows = expand(tree, "<!-- md:records -->\n").strip().splitlines()
+    rows = [line for line in expand(tree, "<!-- md:records -->\n").splitlines() if line.startswith("|")]
     assert rows[0] == (f"| Snippet | CUDA, torch {records.MAIN} | CUDA, torch 2.11.0 | CPU, torch {records.MAIN} | "
                        f"CPU, torch 2.11.0 |")
     assert rows[2].count("fresh ·") == 3 and "| *missing* |" in rows[2]
@@ -713,7 +717,7 @@ def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records
     on = render.Page("guide.md", "guide/", snippets=tree / "snippets", outputs=tree / "outputs", docs=docs)
     text = render.expand("<!-- md:findings -->\n", on)
     (row,) = [line for line in text.splitlines() if line.startswith("| [a demo op]")]
-    assert row == ("| [a demo op](chapter.md) (n = 4,096) | 2.0× faster | 2.00 (2.00–2.00, 3 processes) | "
+    assert row == ("| [a demo op](chapter.md) (n = 4,096) | **2.0× faster**: 2.00 (2.00–2.00, 3 processes); "
                    f"differs on {records.MAIN}, 2.11.0 | not measured | one kernel instead of two |")
     assert "1 comparisons" in text and "of the 1 recorded fresh with more than one torch release, 0 point" in text
     assert "None was measured on a GPU." in text
@@ -723,7 +727,7 @@ def test_the_findings_table_is_made_from_the_pages_comparisons_and_their_records
     write_record_again.write_text(json.dumps({"eager": timing(100, 110, 120), "compiled": timing(200, 220, 240),
                                               "n": 4096}))
     text = render.expand("<!-- md:findings -->\n", on)
-    assert "| [a demo op](chapter.md) (n = 4,096) | 2.0× slower | 0.50" in text
+    assert "| [a demo op](chapter.md) (n = 4,096) | **2.0× slower**: 0.50" in text
 
 
 def test_findings_with_no_described_comparison_fail_the_build(tree):

@@ -7,11 +7,14 @@ where a query names a section, the first section under it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from urllib.parse import unquote_plus
 
 import pytest
-from test_browser import browser, open_page, server  # noqa: F401 (fixtures)
+import run_cache
+import test_search
+from test_browser import browser, open_page, page_key, server  # noqa: F401 (fixtures)
 from test_search import CANONICAL, NOT_SEARCHED
 
 
@@ -45,7 +48,15 @@ def location(href: str, base: str) -> str:
 
 @pytest.mark.parametrize("query", list(CANONICAL))
 def test_search_lands_on_the_section_that_teaches_it(server, browser, query):  # noqa: F811 (the fixtures)
-    base, _ = server
+    base, site = server
+    # Kept while the home page, every file it loads, the search index and these tests are as they were when it
+    # passed here (tests/run_cache.py): a warm suite types no query again (each costs a browser page and a search).
+    run_key = run_cache.key(page_key(site, "", __file__, test_search.__file__),
+                            (site / "search" / "search_index.json").read_text(), query)
+    name = hashlib.sha256(query.encode()).hexdigest()[:16]
+    if run_cache.kept("search-queries", name, run_key):
+        pytest.skip(f"the search index, the home page and this test are as they were when '{query}' passed on "
+                    f"this machine (.cache/runs/; {run_cache.RERUN}=1 checks it again)")
     context, page, _ = open_page(browser, base, "")
     try:
         found = results(page, query)
@@ -60,3 +71,4 @@ def test_search_lands_on_the_section_that_teaches_it(server, browser, query):  #
     links = [link for item in shown for link in item]
     assert not [link for link in links if "notebooks/" in link], f"notebooks in the results: {links}"
     assert not [link for link in links if link.startswith(NOT_SEARCHED)], f"the versions page in the results: {links}"
+    run_cache.keep("search-queries", name, run_key)
