@@ -269,6 +269,18 @@ class Record:
         except ValueError as error:
             raise CorruptRecord(f"{self.where(FILES + '/' + RESULTS)} is not valid JSON ({error})") from None
 
+    @property
+    def processes(self) -> int | None:
+        """The fresh processes its timings were pooled over (the fewest, if they differ); None if it times nothing."""
+        counts = [timing.get("processes", 1) for _, timing in timings_in(self.results)] if self.exists else []
+        return min(counts, default=None)
+
+    @property
+    def draft(self) -> bool:
+        """A record of a timed snippet made in fewer fresh processes than the method's (`--processes 1`): for
+        reading one's output while writing, never to commit (tests/test_records.py refuses one)."""
+        return (self.processes or PROCESSES) < PROCESSES
+
     def value(self, key: str):
         """A value from results.json by dotted key ('timing.eager.median_us'); KeyError names what is missing."""
         value = self.results

@@ -358,9 +358,12 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
 def run_key(source: Path, env_info: dict, env) -> str:
     """What a CPU run of a snippet here depends on: its source, the code that runs it and writes its manifest,
     every installed package, this machine (its manifest environment) and the settings of env that change a
-    run and that no one decides for it (run_env.settings)."""
+    run and that no one decides for it (run_env.settings). Not the probe the recorder adds to the environment:
+    it is what a call cost here when it was measured (with the time it was), which the suite's check, asking
+    for the environment without it, could never match."""
     code = [RUNNER, Path(records.__file__), Path(__file__), Path(manifest.__file__), Path(run_env.__file__)]
-    return records.content_key(source, *code, run_env.installed(), json.dumps(env_info, sort_keys=True),
+    machine = {name: value for name, value in env_info.items() if name != "probe"}
+    return records.content_key(source, *code, run_env.installed(), json.dumps(machine, sort_keys=True),
                                json.dumps(sorted(run_env.settings(env).items())))
 
 
@@ -425,7 +428,7 @@ def list_states(args, chosen: list[str]) -> int:
               f"(torch-<release>/ for all but the main one):")
         print("  " + "  ".join(f"{'torch ' + release:13}" for release in roots))
     counts = {release: dict.fromkeys(records.STATES, 0) for release in roots}
-    unsteady = dict.fromkeys(roots, 0)
+    unsteady, drafts = dict.fromkeys(roots, 0), dict.fromkeys(roots, 0)
     for snippet in chosen:
         cells, notes = [], []
         for release, root in roots.items():
@@ -434,6 +437,9 @@ def list_states(args, chosen: list[str]) -> int:
                                     args.snippets_dir, failed)
             state = record.state
             counts[release][state] += 1
+            if state == "fresh" and record.draft:
+                drafts[release] += 1
+                state = "draft"  # fresh, but made in one process: the next run without --processes 1 remakes it
             cells.append(f"{state:{8 if release == '' else 13}}")
             if spread := measures.unsteady_of(record):
                 unsteady[release] += 1
@@ -442,6 +448,7 @@ def list_states(args, chosen: list[str]) -> int:
         print(f"  {'  '.join(cells)} {snippet}" + "".join(f"  ({note})" for note in notes))
     for release, count in counts.items():
         summary = ", ".join(f"{n} {state}" for state, n in count.items() if n)
+        summary += f" ({drafts[release]} of them drafts, made in one process)" if drafts[release] else ""
         summary += f"; {unsteady[release]} unsteady (made under load)" if unsteady[release] else ""
         main = " (main)" if release == records.MAIN else ""
         print(f"{label}{f', torch {release}{main}' if release else ''}: {len(chosen)} snippets: {summary}")
@@ -454,8 +461,8 @@ def list_plan(args, chosen: list[str]) -> int:
     device = args.device
     # The records this machine's torch would make, as a budgeted run here judges them.
     outputs = args.outputs_dir or records.release_root(records.release_of(version_of("torch")))
-    todo = [s for s in chosen
-            if records.Record(s, device, records.record_dir(s, device, outputs), args.snippets_dir).state != "fresh"]
+    todo = [s for s in chosen if (r := records.Record(s, device, records.record_dir(s, device, outputs),
+                                                      args.snippets_dir)).state != "fresh" or r.draft]
     expected = budget.estimates(todo, device, args.records_base, args.snippets_dir)
     first = budget.compared()
     plan, too_long = budget.parts(budget.order(todo, expected, first), expected, args.budget)
@@ -525,7 +532,9 @@ def regenerate(args) -> int:
             prefix = f"[{index:>{width}}/{len(chosen)}]"
             folder = records.record_dir(snippet, args.device, args.outputs_dir)
             record = records.Record(snippet, args.device, folder, args.snippets_dir, args.failed_dir)
-            if not args.force and record.state == "fresh":
+            # A draft (made with --processes 1) is remade, unasked, by a run with more processes.
+            fewer = (record.processes or args.processes) < args.processes if record.exists else False
+            if not args.force and record.state == "fresh" and not fewer:
                 with printing:
                     counts["fresh"] += 1
                 say(f"{prefix} fresh   {snippet}")

@@ -336,6 +336,20 @@ def concerned_snippets(config) -> set[str] | None:
     if (chosen := chapter_of(config)) is not None:
         return set(chosen["snippets"])
     paths = [Path(arg.split("::")[0]).resolve() for arg in config.args] or [ROOT]
-    if any(path.is_dir() or path.name == "test_facts.py" for path in paths):
-        return None
-    return set()
+    if not any(path.is_dir() or path.name == "test_facts.py" for path in paths):
+        return set()
+    if keyword := config.getoption("keyword", ""):  # `-k optimizations/two_ops`: the snippets it names
+        from _pytest.mark.expression import Expression
+
+        from scripts import records
+
+        snippets = records.find_snippets()
+        expression = Expression.compile(keyword)
+
+        def names(snippet: str, name: str, **_) -> bool:  # a word no snippet's path holds selects no snippet
+            return name.lower() in snippet.lower() or not any(name.lower() in s.lower() for s in snippets)
+
+        named = {s for s in snippets if expression.evaluate(functools.partial(names, s))}
+        if named:
+            return named
+    return None

@@ -85,6 +85,15 @@ def test_committed_record_is_well_formed(record):
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=IDS)
+def test_a_committed_record_of_a_timed_snippet_was_made_with_the_full_method(record):
+    """A draft (`--processes 1`) reads like a record and its check passes on it; only its timings' process
+    count tells it apart, so it is refused here rather than published."""
+    assert not record.draft, (
+        f"{record.where()} is a draft: its timings come from fewer than {records.PROCESSES} fresh processes. "
+        f"Remake it with the full method: {records.remake_hint(record.snippet, record.device)}")
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=IDS)
 def test_committed_record_names_an_existing_snippet(record):
     assert (records.SNIPPETS / record.snippet).is_file(), (
         f"{record.where()} records snippets/{record.snippet}, which does not exist: delete the record or "
@@ -211,6 +220,17 @@ def test_state_fresh_and_stale(tree):
     assert state(tree) == "fresh"
     (tree / "snippets" / "demo" / "hello.py").write_text("print('edited since')\n")
     assert state(tree) == "stale"
+
+
+def test_a_record_timed_in_fewer_processes_than_the_method_s_is_a_draft(tree):
+    folder = write_record(tree / "outputs" / "cpu" / "demo" / "hello", manifest())
+    (folder / "files").mkdir()
+    timing = {"median_us": 10.0, "iqr_us": 1.0}
+    for results, draft in (({"n": 3}, False), ({"t": timing}, True), ({"t": {**timing, "processes": 1}}, True),
+                           ({"t": {**timing, "processes": records.PROCESSES}}, False)):
+        (folder / "files" / "results.json").write_text(json.dumps(results))
+        record = records.record("demo/hello.py", "cpu", tree / "outputs", tree / "snippets")
+        assert (record.state, record.draft) == ("fresh", draft), results
 
 
 def test_state_of_a_record_whose_snippet_is_gone_is_stale(tree):

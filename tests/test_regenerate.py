@@ -624,6 +624,21 @@ def test_a_timed_snippet_runs_in_several_processes_and_pools_its_timings(tree):
     assert "timed on 1 thread in 3 fresh processes" in provenance
 
 
+def test_a_draft_is_remade_by_the_next_run_with_more_processes_and_listed_as_a_draft(tree):
+    (tree / "snippets" / "demo" / "timed.py").write_text(TIMED)
+    assert regenerate(tree, "--only", "demo/timed.py", "--processes", "1").returncode == 0
+    listed = regenerate(tree, "--list", "--only", "demo/timed.py").stdout
+    assert "draft" in next(line for line in listed.splitlines() if line.endswith("demo/timed.py"))
+    assert "(1 of them drafts, made in one process)" in listed
+    again = regenerate(tree, "--only", "demo/timed.py", "--processes", "1")
+    assert "1 fresh" in summary(again)  # a draft run again as a draft: nothing to do
+    full = regenerate(tree, "--only", "demo/timed.py", "--processes", "3")
+    assert full.returncode == 0 and "process 3/3" in full.stdout and "1 ran" in summary(full)
+    results = json.loads((record(tree, "demo/timed") / "files" / "results.json").read_text())
+    assert results["timing"]["f"]["processes"] == 3
+    assert "1 fresh" in summary(regenerate(tree, "--only", "demo/timed.py", "--processes", "3"))
+
+
 def test_a_snippet_whose_later_process_fails_keeps_its_old_record(tree):
     snippet = tree / "snippets" / "demo" / "timed.py"
     snippet.write_text(TIMED)
@@ -956,7 +971,10 @@ def test_the_recorder_s_own_cpu_run_is_the_suite_s_fresh_run_while_nothing_chang
                                      notes, tree / "snippets")
 
     assert found() is None  # nothing noted: a clean clone runs every snippet
-    recorder.note_recorded("demo/hello.py", spec, machine, env, notes)
+    # The recorder notes its run with the probe it measured (manifest.environment(probe=True)); the suite asks
+    # without one: the probe keys nothing (a contributor's walk found every check after a record ran again).
+    probed = {**machine, "probe": {"eager_op_s": 1e-5, "measured_at": "2026-11-29T13:00:00"}}
+    recorder.note_recorded("demo/hello.py", spec, probed, env, notes)
     assert found() == record(tree)
     # Recording it on another torch release afterwards keeps this release's note.
     recorder.note_recorded("demo/hello.py", spec, {**machine, "torch": "2.11.0"}, env, notes)
