@@ -330,9 +330,10 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def concerned_snippets(config) -> set[str] | None:
-    """The snippets whose CUDA records concern this run: a chapter's (--chapter), all of them (None) for a run
-    of the snippets' checks or of the whole suite, none for a run of other tests (the state of the CUDA records
-    is not its business). Read from the command line, as the controller of an xdist run holds no items."""
+    """The snippets whose CUDA records concern this run: a chapter's (--chapter), those a `-k` expression names
+    (`-k optimizations/two_ops`), all of them (None) for any other run of the snippets' checks or of the whole
+    suite, none for a run of other tests (the state of the CUDA records is not its business). Read from the
+    command line, as the controller of an xdist run holds no items."""
     if (chosen := chapter_of(config)) is not None:
         return set(chosen["snippets"])
     paths = [Path(arg.split("::")[0]).resolve() for arg in config.args] or [ROOT]
@@ -345,11 +346,16 @@ def concerned_snippets(config) -> set[str] | None:
 
         snippets = records.find_snippets()
         expression = Expression.compile(keyword)
+        parts = {part.removesuffix(".py") for s in snippets for part in s.split("/")}
 
-        def names(snippet: str, name: str, **_) -> bool:  # a word no snippet's path holds selects no snippet
-            return name.lower() in snippet.lower() or not any(name.lower() in s.lower() for s in snippets)
+        def names(snippet: str, name: str, **_) -> bool:
+            """A word with a '/', or a snippet's folder or name, selects the snippets it is in; any other word
+            ('committed_record', 'cuda') selects nothing, and stays true, so it narrows nothing."""
+            if "/" in name or name.removesuffix(".py") in parts:
+                return name.lower() in snippet.lower()
+            return True
 
         named = {s for s in snippets if expression.evaluate(functools.partial(names, s))}
-        if named:
+        if named and len(named) < len(snippets):
             return named
     return None

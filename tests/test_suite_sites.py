@@ -116,3 +116,24 @@ def test_the_build_key_follows_every_file_the_build_can_read_and_not_the_tests(s
     assert added not in (first, changed)
     monkeypatch.setenv("SITE_URL", "https://example.org/")  # mkdocs.yml reads it
     assert suite.build_key() not in (first, changed, added)
+
+
+class Options:
+    """What concerned_snippets reads of a pytest config: its arguments and its -k and --chapter options."""
+
+    def __init__(self, args, keyword=""):
+        self.args, self.keyword = args, keyword
+
+    def getoption(self, name, default=None):
+        return {"keyword": self.keyword}.get(name, default)
+
+
+def test_a_run_ends_with_the_cuda_records_of_the_snippets_it_checks(suite):
+    concerned = suite.concerned_snippets
+    facts = ["tests/test_facts.py"]
+    assert concerned(Options(["tests/test_records.py"])) == set()  # not its business
+    assert concerned(Options(facts)) is None  # every snippet's
+    assert concerned(Options(facts, "eager_mode/complex_activation")) == {"eager_mode/complex_activation.py"}
+    # Words no snippet's path holds select nothing; a -k that names no snippet keeps them all.
+    assert concerned(Options(facts, "gpu_code/memory_model and committed")) == {"gpu_code/memory_model.py"}
+    assert concerned(Options(facts, "committed_record and cuda")) is None
