@@ -410,8 +410,13 @@ def render_records(d: Directive, page: Page) -> str:
         items.append(f"- `{snippet}`\n" + "\n".join(f"    - {head}: {cell}" for head, cell in zip(heads, cells)))
     if page.target == NOTEBOOK:
         return "\n".join(rows) + "\n"
-    return ('<div class="mlc-figure" markdown>\n<div class="mlc-wide" markdown>\n\n' + "\n".join(rows)
-            + '\n\n</div>\n<div class="mlc-narrow" markdown>\n\n' + "\n".join(items) + "\n\n</div>\n</div>\n")
+    return table_or_list("\n".join(rows), "\n".join(items))
+
+
+def table_or_list(table: str, listed: str) -> str:
+    """A Markdown table on a wide screen, the same as a list on a phone (CSS: mlc-wide, mlc-narrow)."""
+    return (f'<div class="mlc-figure" markdown>\n<div class="mlc-wide" markdown>\n\n{table}\n\n</div>\n'
+            f'<div class="mlc-narrow" markdown>\n\n{listed}\n\n</div>\n</div>\n')
 
 
 def render_changes(d: Directive, page: Page) -> str:
@@ -699,8 +704,7 @@ def render_findings(d: Directive, page: Page) -> str:
         """The table on a wide screen, a list on a phone, folded under one line: the chart above says it at a
         glance, and the guide's steps stay near the top of the page."""
         return (f'<details class="abstract" markdown="1">\n<summary>{summary_line}</summary>\n\n'
-                f'<div class="mlc-figure" markdown>\n<div class="mlc-wide" markdown>\n\n{table}\n\n</div>\n'
-                f'<div class="mlc-narrow" markdown>\n\n{listed}\n\n</div>\n</div>\n\n</details>\n')
+                f'{table_or_list(table, listed)}\n</details>\n')
 
     text = ('<div class="mlc-figure" markdown>\n\n' + "\n".join(images) + f"\n{caption}\n\n</div>\n\n"
             f"{summary}\n\n"
