@@ -1,5 +1,6 @@
 """The one table of a snippet's run environment: everything else asks it.
 
+- how idle OpenMP threads wait in the suite, which runs snippets side by side (`SIDE_BY_SIDE`);
 - where Triton kernels run in Triton's interpreter, decided here for every writer: the recorder's
   snippet processes (`overrides`), the suite's own process (`suite_defaults`, set by tests/conftest.py) and a
   chapter notebook's setup cell (`notebook_setup`); only a snippet that launches Triton kernels of its own
@@ -55,10 +56,19 @@ def unset(device: str, source: str) -> tuple[str, ...]:
     return tuple(INTERPRETER) if device == "cpu" and not launches_triton(source) else ()
 
 
+# The suite runs snippets side by side (one per xdist worker), each with as many OpenMP threads as the machine
+# has cores. An idle OpenMP thread spins by default, burning the core another process's thread waits for: two
+# real-model snippets on 2 cores took 349 and 330 s side by side, and 177 and 130 s with idle threads asleep.
+# The wait changes how fast a run is, never what it computes or prints, and the suite asserts no timing. The
+# recorder, which times alone, leaves it as a reader's machine has it.
+SIDE_BY_SIDE = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def suite_defaults() -> dict[str, str]:
-    """What the suite's own process sets before triton is imported (its tests run Triton kernels beside
-    torch's): the interpreter on a machine with no GPU (no nvidia-smi; torch is not imported yet)."""
-    return {} if shutil.which("nvidia-smi") else dict(INTERPRETER)
+    """What the suite's own process sets before torch or triton is imported, for itself and the snippets it
+    runs: idle threads asleep (SIDE_BY_SIDE), and Triton's interpreter on a machine with no GPU (no
+    nvidia-smi; torch is not imported yet), as its tests run Triton kernels beside torch's."""
+    return {**SIDE_BY_SIDE, **({} if shutil.which("nvidia-smi") else INTERPRETER)}
 
 
 def notebook_setup() -> str:
@@ -86,8 +96,10 @@ def keying(env) -> dict[str, str]:
 
 
 # What the recorder decides for each snippet's process (its compiler caches, no GPU, the interpreter), and what
-# the suite sets for its own process only (JAX's GPU memory, which a CPU run does not touch).
-DECIDED = (*COMPILER_CACHES, "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "XLA_PYTHON_CLIENT_PREALLOCATE")
+# the suite sets for its own process (JAX's GPU memory, which a CPU run does not touch) and the snippets it runs
+# side by side (how idle threads wait, which changes no output).
+DECIDED = (*COMPILER_CACHES, "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "XLA_PYTHON_CLIENT_PREALLOCATE",
+           *SIDE_BY_SIDE)
 
 
 def settings(env) -> dict[str, str]:

@@ -29,8 +29,9 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # regeneration); tests/test_probe.py runs it, and a record made with it, without this.
 os.environ.setdefault(run_env.NO_PROBE, "1")
 
-# Without a GPU, Triton kernels run in Triton's interpreter; it must be chosen before triton is imported.
-# scripts/run_env.py decides it for the suite as for the recorder and the notebooks.
+# Idle OpenMP threads sleep, as the suite runs snippets side by side; without a GPU, Triton kernels run in
+# Triton's interpreter, chosen before triton is imported. scripts/run_env.py decides both (the interpreter for
+# the suite as for the recorder and the notebooks).
 for _name, _value in run_env.suite_defaults().items():
     os.environ.setdefault(_name, _value)
 

@@ -356,6 +356,17 @@ def test_only_a_snippet_that_launches_triton_runs_in_triton_s_interpreter(tree):
     assert 'os.environ.setdefault("TRITON_INTERPRET", "1")' in run_env.notebook_setup()
 
 
+def test_the_suite_s_snippets_sleep_when_idle_and_the_recorder_s_wait_as_a_reader_s_do():
+    # The suite runs snippets side by side: an idle OpenMP thread that spins takes the core another snippet's
+    # thread waits for. The recorder times alone and sets nothing about it (its manifest lists what it sets).
+    from scripts import run_env
+
+    assert run_env.suite_defaults()["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"  # tests/conftest.py: fresh runs inherit it
+    assert "OMP_WAIT_POLICY" not in run_env.overrides("cpu", "import torch\n")
+    assert "OMP_WAIT_POLICY" not in run_env.settings({"OMP_WAIT_POLICY": "PASSIVE"})  # keys no kept run
+
+
 def test_a_real_model_snippet_is_not_run_where_transformers_is_missing(monkeypatch):
     """Issue 52: the GPU box has no transformers; its real-model snippets are recorded as the one line why, not
     failed, and every other snippet is unaffected."""
@@ -979,9 +990,11 @@ def test_the_recorder_s_own_cpu_run_is_the_suite_s_fresh_run_while_nothing_chang
     # Recording it on another torch release afterwards keeps this release's note.
     recorder.note_recorded("demo/hello.py", spec, {**machine, "torch": "2.11.0"}, env, notes)
     assert found() == record(tree)
-    # What the recorder and the suite each decide for a run (caches, no GPU, the interpreter) keys nothing;
-    # any other setting that changes a run, another machine or an edit of the snippet makes it run again.
-    assert found(env={**env, "TRITON_INTERPRET": "1", "TMPDIR": "/elsewhere", "CUDA_VISIBLE_DEVICES": ""})
+    # What the recorder and the suite each decide for a run (caches, no GPU, the interpreter, the suite's
+    # sleeping idle threads) keys nothing; any other setting that changes a run, another machine or an edit of
+    # the snippet makes it run again.
+    assert found(env={**env, "TRITON_INTERPRET": "1", "TMPDIR": "/elsewhere", "CUDA_VISIBLE_DEVICES": "",
+                      "OMP_WAIT_POLICY": "PASSIVE"})
     assert found(env={**env, "OMP_NUM_THREADS": "3"}) is None
     assert found(machine={**machine, "cpu": "Another CPU"}) is None
     write(tree, "demo/hello.py", HELLO + "print('edited')\n")
