@@ -27,6 +27,7 @@ from scripts import (
     plots,
     records,
     releases,
+    skips,
 )
 from scripts.directives import (
     Directive,
@@ -399,6 +400,9 @@ def render_records(d: Directive, page: Page) -> str:
         for device, _, root in columns:
             record = records.Record(snippet, device, records.record_dir(snippet, device, root), page.snippets)
             state = record.state
+            if device != "cpu" and snippet in skips.CPU_ONLY:  # a model made without a GPU: none to make
+                cells.append("*CPU only*")
+                continue
             if state in ("missing", "corrupt") or not record.exists:
                 cells.append(f"*{state}*")
                 continue

@@ -305,8 +305,6 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter):
     """A slow site build is reported (not killed); CUDA records that are missing or stale are listed, not
     failed: only a GPU box can remake them."""
-    from scripts import records
-
     if hasattr(terminalreporter.config, "workerinput"):
         return
     seconds = SITES / run_id(terminalreporter.config) / "seconds"
@@ -320,7 +318,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.line(f"mkdocs build --strict took {seconds.read_text()} s beside the other tests (more "
                               f"than {SLOW_BUILD_S} s: a loaded machine; reported, not failed)")
     concerned = concerned_snippets(terminalreporter.config)
-    states = {s: state for s, state in records.states("cuda").items() if concerned is None or s in concerned}
+    states = cuda_states(concerned)
     lacking = {state: [s for s, st in states.items() if st == state] for state in ("missing", "stale", "failed")}
     if any(lacking.values()):
         terminalreporter.section("CUDA records (made on a GPU box: python3 -m scripts.regenerate --device cuda)")
@@ -328,6 +326,15 @@ def pytest_terminal_summary(terminalreporter):
             if snippets:
                 named = f": {', '.join(snippets)}" if concerned is not None else ""
                 terminalreporter.line(f"{state:8} {len(snippets)} of {len(states)} snippets{named}")
+
+
+def cuda_states(concerned: set[str] | None) -> dict[str, str]:
+    """snippet -> the state of its CUDA record, for the snippets that concern the run (None: all). A model made
+    without a GPU (skips.CPU_ONLY) has no CUDA record to make, as the recorder says, and is left out."""
+    from scripts import records, skips
+
+    return {s: state for s, state in records.states("cuda").items()
+            if (concerned is None or s in concerned) and s not in skips.CPU_ONLY}
 
 
 def concerned_snippets(config) -> set[str] | None:

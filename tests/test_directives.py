@@ -449,6 +449,15 @@ def test_records_table_gives_each_state(tree):
             f"    - CPU, torch {records.MAIN}: *missing*") in listed
 
 
+def test_records_table_says_a_model_made_without_a_gpu_has_no_cuda_record_to_make(tree, monkeypatch):
+    from scripts import skips
+
+    monkeypatch.setattr(skips, "CPU_ONLY", {"demo/hello.py": "a model made without a GPU"})
+    write_record(tree, "cpu")
+    rows = [line for line in expand(tree, "<!-- md:records -->\n").splitlines() if line.startswith("|")]
+    assert rows[2].startswith("| `demo/hello.py` | *CPU only* | fresh · [")
+
+
 def test_records_table_has_a_column_for_each_release_that_made_records(tree):
     write_record(tree, "cpu")
     older = write_record(tree, "cpu", release="2.11.0")

@@ -137,3 +137,8 @@ def test_a_run_ends_with_the_cuda_records_of_the_snippets_it_checks(suite):
     # Words no snippet's path holds select nothing; a -k that names no snippet keeps them all.
     assert concerned(Options(facts, "gpu_code/memory_model and committed")) == {"gpu_code/memory_model.py"}
     assert concerned(Options(facts, "committed_record and cuda")) is None
+    # A model made without a GPU is never listed as lacking a CUDA record: no GPU box would make one.
+    from scripts import skips
+
+    assert skips.CPU_ONLY and not set(skips.CPU_ONLY) & set(suite.cuda_states(None))
+    assert set(suite.cuda_states({"eager_mode/complex_activation.py"})) == {"eager_mode/complex_activation.py"}
