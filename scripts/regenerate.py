@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from importlib import util
 from pathlib import Path
 
-from scripts import alone, budget, manifest, measures, packing, records, run_env, skips
+from scripts import alone, budget, compiler_setup, manifest, measures, packing, records, run_env, skips
 from scripts.manifest import GENERIC_USERS, environment, scrub_tree, scrubber, version_of  # noqa: F401 (theirs)
 from scripts.packing import pack, swap_into_place, unpack  # noqa: F401 (the CLI's, and callers')
 from scripts.records import DEVICES, ROOT
@@ -143,16 +143,21 @@ def check_writable(device_dir: Path) -> None:
 COMPILER_CACHES = run_env.COMPILER_CACHES
 
 
-def snippet_env(scratch: Path, device: str, source: str = "") -> tuple[dict, dict]:
+def snippet_env(scratch: Path, device: str, source: str = "", setup: Path | None = None) -> tuple[dict, dict]:
     """The environment of one snippet's process, and the overrides a manifest lists: compiler caches of
     its own, and what run_env decides for the device (on a CPU no GPU, and Triton's interpreter for a snippet
-    that launches Triton kernels)."""
+    that launches Triton kernels). With a `setup` (scripts/compiler_setup.py: the suite's runs), its Inductor
+    cache starts from the machine's vector-ISA test programs and its $TMPDIR is the shared one, holding
+    the precompiled header."""
     caches = dict(zip(COMPILER_CACHES, (
         str(scratch / "cache" / "inductor"),
         str(scratch / "cache" / "triton"),
         str(scratch / "tmp"),  # Inductor keeps its precompiled C++ header under $TMPDIR
     )))
     (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+    if setup is not None:
+        compiler_setup.seed(setup, Path(caches["TORCHINDUCTOR_CACHE_DIR"]))
+        caches["TMPDIR"] = str(setup / compiler_setup.HEADERS)
     overrides = run_env.overrides(device, source)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **caches, **overrides)
     for name in ("TORCH_LOGS", *run_env.unset(device, source)):
@@ -164,7 +169,8 @@ def snippet_env(scratch: Path, device: str, source: str = "") -> tuple[dict, dic
 class RunSpec:
     """What one snippet's run needs to know (run_one): its device, where the snippets are, where its record
     and a failed run's output go, how many fresh processes a timed snippet gets, the limit on each process,
-    and the monotonic time a --budget ends (None without one)."""
+    the monotonic time a --budget ends (None without one), and the compiler set-up its processes start from
+    (None: none, as a reader's first run; the suite's runs, which time no compile a check reads, share one)."""
 
     device: str
     outputs_dir: Path
@@ -173,6 +179,7 @@ class RunSpec:
     processes: int = records.PROCESSES
     timeout: float = 900.0
     deadline: float | None = None
+    setup: Path | None = None
 
     @classmethod
     def of(cls, args) -> RunSpec:
@@ -233,7 +240,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args: RunSpec, pr
         again = scratch / f"repeat-{number}"
         (again / records.FILES).mkdir(parents=True)
         command = [sys.executable, str(RUNNER), str(source), str(again)]
-        cold, _ = snippet_env(again, args.device, source.read_text())
+        cold, _ = snippet_env(again, args.device, source.read_text(), args.setup)
         cold = {**env, **{name: cold[name] for name in COMPILER_CACHES}}
         status, reason = launch(command, again / records.FILES, cold, again / records.STDOUT, again / "stderr.txt",
                                 time_left(args))
@@ -304,8 +311,8 @@ def run_one(snippet: str, args: RunSpec, env_info: dict, progress=lambda text: N
     shutil.rmtree(work, ignore_errors=True)
     (work / records.FILES).mkdir(parents=True)
     scratch = Path(tempfile.mkdtemp(prefix="regenerate-"))
-    scrub = scrubber([scratch, work])
-    env, overrides = snippet_env(scratch, args.device, source.read_text())
+    scrub = scrubber([scratch, work, *([args.setup] if args.setup else [])])
+    env, overrides = snippet_env(scratch, args.device, source.read_text(), args.setup)
     command = [sys.executable, str(RUNNER), str(source), str(work)]
     started = time.monotonic()
     try:

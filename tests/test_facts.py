@@ -11,7 +11,7 @@ import pytest
 import run_cache
 from facts import SKIPS, load
 
-from scripts import manifest, records, regenerate, run_env, runner, skips
+from scripts import compiler_setup, manifest, records, regenerate, run_env, runner, skips
 
 CHECKS = load()
 SNIPPETS = records.find_snippets()
@@ -19,6 +19,8 @@ COMMITTED = [r for r in records.all_records() if r.snippet in CHECKS]
 # The one bound on a fresh run: a hang, not a slow run on a loaded machine (the recorder's own --timeout
 # default, 900 s, is for a machine that makes records, and load reaches it here).
 HANG_S = 3600
+# The machine's compiler set-up, made once and shared by the fresh runs (scripts/compiler_setup.py).
+SETUP = Path(__file__).resolve().parents[1] / ".cache" / "compiler-setup"
 
 
 def test_every_snippet_has_a_check():
@@ -47,7 +49,8 @@ def test_fresh_run(snippet, tmp_path):
     source = records.SNIPPETS / snippet
     # A run that passed here before, of the same source with the same installs, is checked again as it is;
     # a clean clone (CI) has none (tests/run_cache.py).
-    recorder = (runner, records, regenerate, manifest, run_env)  # the code that makes a run and its manifest
+    # The code that makes a run and its manifest.
+    recorder = (runner, records, regenerate, manifest, run_env, compiler_setup)
     run_key = run_cache.key(source.read_text(), *(Path(m.__file__).read_text() for m in recorder),
                             env=run_env.keying(env))
     folder = run_cache.kept("fresh-runs", snippet, run_key)
@@ -57,10 +60,11 @@ def test_fresh_run(snippet, tmp_path):
         folder = regenerate.recorded_run(snippet, machine(), env)
     if folder is None:
         # The recorder's own code, in one process, into a scratch folder: the command, environment and
-        # manifest a record gets, with compiler caches of its own.
-        # One process (the check reads what it printed and kept, not its spread); no limit that load can reach,
-        # only one for a hang (HANG_S).
-        spec = regenerate.RunSpec("cpu", tmp_path / "outputs", tmp_path / "failed", processes=1, timeout=HANG_S)
+        # manifest a record gets, with compiler caches of its own, started from the machine's compiler set-up
+        # (the check times no compile). One process (the check reads what it printed and kept, not its
+        # spread); no limit that load can reach, only one for a hang (HANG_S).
+        spec = regenerate.RunSpec("cpu", tmp_path / "outputs", tmp_path / "failed", processes=1, timeout=HANG_S,
+                                  setup=compiler_setup.prepare(SETUP))
         ok, _, message = regenerate.run_one(snippet, spec, machine())
         if not ok:
             pytest.fail(f"snippets/{snippet}: {message}", pytrace=False)
