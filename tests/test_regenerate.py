@@ -887,7 +887,7 @@ def test_a_cuda_estimate_from_a_cpu_record_counts_the_processes_of_a_snippet_tha
 RECORDER = ("scripts.runner", "scripts.run_env", "scripts.records", "scripts.measures", "scripts.skips",
             "scripts.budget", "scripts.regenerate", "scripts.reproducibility", "scripts.notebook_runs",
             "scripts.directives", "scripts.manifest", "scripts.packing", "scripts.probe", "scripts.alone",
-            "scripts.nvml", "scripts.side_by_side")
+            "scripts.nvml", "scripts.side_by_side", "scripts.compiler_setup")
 # What builds the site: the docs tools, the charts, and every module that renders a page or a notebook.
 SITE = ("mkdocs", "mkdocs_jupyter", "matplotlib", "scripts.render", "scripts.mkdocs_hooks", "scripts.notebooks",
         "scripts.plots", "scripts.changelog", "scripts.findings", "scripts.atlas", "scripts.explorer",
