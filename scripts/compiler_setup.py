@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.metadata
 import os
 import platform
 import shutil
@@ -54,8 +55,12 @@ def cpu_flags() -> str:
 
 
 def key() -> str:
-    """What the set-up depends on: every installed package, Python, the compiler and the CPU."""
-    parts = (BUILD, run_env.installed(), sys.version, compiler(), cpu_flags())
+    """What the set-up depends on: torch (its headers and its checks), Python, the compiler and the CPU."""
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = ""
+    parts = (BUILD, torch, sys.version, compiler(), cpu_flags())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

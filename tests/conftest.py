@@ -97,6 +97,25 @@ def remove_ended(base: Path, run: str) -> None:
                 continue
 
 
+def tree_digest(tests: bool) -> str | None:
+    """One digest of every file git sees (tracked, or untracked and not ignored) and its content, with or
+    without the tests; None where git cannot list the files."""
+    import hashlib
+
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                                capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(set(filter(None, listed.split(b"\0")))):
+        if not tests and (name.startswith(b"tests/") or name == b"conftest.py"):
+            continue
+        path = ROOT / os.fsdecode(name)
+        digest.update(name + b"\0" + (hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"gone"))
+    return digest.hexdigest()
+
+
 def build_key() -> str | None:
     """What a build of the site follows from, as one digest: every file git sees (tracked, or untracked and not
     ignored) but the tests, which the build never reads; each installed distribution's version (mkdocs, its
@@ -107,17 +126,10 @@ def build_key() -> str | None:
     import hashlib
     from importlib import metadata
 
-    try:
-        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                                capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+    files = tree_digest(tests=False)
+    if files is None:
         return None
-    digest = hashlib.sha256()
-    for name in sorted(set(filter(None, listed.split(b"\0")))):
-        if name.startswith(b"tests/") or name == b"conftest.py":
-            continue
-        path = ROOT / os.fsdecode(name)
-        digest.update(name + b"\0" + (hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"gone"))
+    digest = hashlib.sha256(files.encode())
     for line in sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()):
         digest.update(line.encode() + b"\0")
     digest.update(f"{ROOT}\0{sys.version}\0{os.environ.get('SITE_URL')}\0{os.environ.get('REPO_URL')}".encode())
@@ -300,6 +312,61 @@ def pytest_collection_modifyitems(config, items):
     order = {item.nodeid: (0 if getattr(item, "originalname", "") == "test_fresh_run" else 1,
                            -expected_seconds(item)) for item in items}
     items.sort(key=lambda item: order[item.nodeid])  # stable: the rest keep their order
+
+
+# ------------------------------------------------------------------------------------------------ kept tests
+
+
+@functools.cache
+def tree_key() -> str | None:
+    """Every file git sees, the tests included: all that a test marked `kept` may read of the checkout."""
+    return tree_digest(tests=True)
+
+
+def kept_key(item) -> str | None:
+    """A kept test's key: the checkout's files, the test, every install, this machine and the settings that
+    change a run (tests/run_cache.py); None where git cannot list the files (then nothing is kept)."""
+    import run_cache
+
+    if (tree := tree_key()) is None:
+        return None
+    return run_cache.key(tree, item.nodeid, env=run_env.keying(os.environ))
+
+
+def kept_name(item) -> str:
+    import hashlib
+
+    return hashlib.sha256(item.nodeid.encode()).hexdigest()[:24]  # a test id can be longer than a file name
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A slow test marked `kept` that passed before with every file, install and setting as they are now is
+    skipped before its fixtures are made (a warm suite's cost was mostly such tests)."""
+    import run_cache
+
+    if item.get_closest_marker("kept") and (key := kept_key(item)) and run_cache.kept("tests", kept_name(item),
+                                                                                    key):
+        pytest.skip(f"passed on this machine with every file, install and setting as they are now (.cache/runs/; "
+                    f"{run_cache.RERUN}=1 runs it again)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep a `kept` test that passed, set-up, call and teardown."""
+    import run_cache
+
+    report = (yield).get_result()
+    if not item.get_closest_marker("kept"):
+        return
+    if report.when == "call":
+        item.stash[PASSED] = report.passed
+    elif report.when == "teardown" and report.passed and item.stash.get(PASSED, False):
+        if key := kept_key(item):
+            run_cache.keep("tests", kept_name(item), key, note=item.nodeid)
+
+
+PASSED = pytest.StashKey[bool]()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -15,6 +15,8 @@ import pytest
 
 from scripts import alone, nvml, records
 
+pytestmark = pytest.mark.kept  # slow; reads only the checkout: kept while it is unchanged (tests/conftest.py)
+
 ROOT = records.ROOT
 HANG_S = 600  # only a hang reaches it
 

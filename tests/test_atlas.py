@@ -224,6 +224,7 @@ def paste(page, text: str) -> tuple[str, str | None]:
     return outcome, page.locator(".mlc-atlas-hits li").first.get_attribute("data-case") if outcome == "match" else None
 
 
+@pytest.mark.kept  # slow; reads only the checkout: kept while it is unchanged (tests/conftest.py)
 def test_the_held_out_messages(atlas_page):
     """Messages as users paste them, from code that is not the atlas's (tests/atlas_heldout/): the right case
     first or an honest "no case matches" for at least 85 %, a wrong case shown as a match for at most 5 %."""

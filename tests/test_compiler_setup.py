@@ -4,9 +4,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 from test_facts import SETUP
 
 from scripts import compiler_setup, regenerate
+
+pytestmark = pytest.mark.kept  # slow; reads only the checkout: kept while it is unchanged (tests/conftest.py)
 
 
 def test_the_set_up_is_made_once_and_holds_the_test_programs_and_the_shared_tmpdir():

@@ -15,7 +15,9 @@ from cuda_dry_run import definitions
 from facts.dissecting.inductor_matmul_softmax import check_launches, check_lowering_and_fusion
 from facts.graph_mode.inductor_linear_relu import check_autotune, check_linear_relu
 
-pytestmark = pytest.mark.xdist_group("cuda_dry_run")  # one worker makes the code once
+# One worker makes the code once; slow, and reads only the checkout: kept while it is unchanged
+# (tests/conftest.py).
+pytestmark = [pytest.mark.xdist_group("cuda_dry_run"), pytest.mark.kept]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import pytest
 
 from scripts import probe, records, run_env
 
+pytestmark = pytest.mark.kept  # slow; reads only the checkout: kept while it is unchanged (tests/conftest.py)
+
 ROOT = records.ROOT
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.kept  # slow; reads only the checkout: kept while it is unchanged (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = {"real_models/model_zoo.py": "models", "real_models/generation.py": "model",
             "real_models/resnet_layout.py": "model"}

@@ -20,6 +20,8 @@ import pytest
 from scripts import budget, records
 from scripts.regenerate import cuda_available, recover
 
+pytestmark = pytest.mark.kept  # slow; reads only the checkout: kept while it is unchanged (tests/conftest.py)
+
 ROOT = records.ROOT
 # The one bound on a subprocess here: far beyond what load makes of these runs (seconds each), so that only a
 # hang reaches it, and says so; no test fails because a loaded machine was slow.

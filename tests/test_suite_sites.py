@@ -142,3 +142,64 @@ def test_a_run_ends_with_the_cuda_records_of_the_snippets_it_checks(suite):
 
     assert skips.CPU_ONLY and not set(skips.CPU_ONLY) & set(suite.cuda_states(None))
     assert set(suite.cuda_states({"eager_mode/complex_activation.py"})) == {"eager_mode/complex_activation.py"}
+
+
+class Passed:
+    """What pytest hands the report hook: a phase's report."""
+
+    def __init__(self, when, passed=True):
+        self.when, self.passed = when, passed
+
+    def get_result(self):
+        return self
+
+
+class Item:
+    """What the kept-test hooks read of a test: its id, its `kept` marker and a stash."""
+
+    def __init__(self, nodeid, kept=True):
+        self.nodeid, self.kept, self.stash = nodeid, kept, {}
+
+    def get_closest_marker(self, name):
+        return self.kept if name == "kept" else None
+
+
+def ran(suite, item, *phases) -> None:
+    """Report each phase (when, passed) of one run of the test to the suite's hook."""
+    for when, passed in phases:
+        hook = suite.pytest_runtest_makereport(item, None)
+        next(hook)
+        with pytest.raises(StopIteration):
+            hook.send(Passed(when, passed))
+
+
+def skipped(suite, item) -> bool:
+    try:
+        suite.pytest_runtest_setup(item)
+    except pytest.skip.Exception:
+        return True
+    return False
+
+
+def test_a_kept_test_that_passed_is_skipped_until_a_file_changes(suite, tmp_path, monkeypatch):
+    import run_cache
+
+    monkeypatch.setattr(run_cache, "CACHE", tmp_path / "runs")
+    monkeypatch.delenv(run_cache.RERUN, raising=False)
+    tree = {"digest": "checkout as it is"}
+    monkeypatch.setattr(suite, "tree_key", lambda: tree["digest"])
+    item = Item("tests/test_x.py::test_slow[a very long id " + "x" * 300 + "]")
+    assert not skipped(suite, item)
+    ran(suite, item, ("setup", True), ("call", False), ("teardown", True))  # failed: not kept
+    assert not skipped(suite, item)
+    ran(suite, item, ("setup", True), ("call", True), ("teardown", True))
+    assert skipped(suite, item)
+    assert not skipped(suite, Item("tests/test_x.py::test_other"))  # another test's pass keeps nothing of this
+    assert not skipped(suite, Item(item.nodeid, kept=False))  # unmarked tests always run
+    monkeypatch.setenv(run_cache.RERUN, "1")
+    assert not skipped(suite, item)
+    monkeypatch.delenv(run_cache.RERUN)
+    tree["digest"] = "one file edited"
+    assert not skipped(suite, item)
+    ran(suite, item, ("setup", True), ("call", True), ("teardown", False))  # a failed teardown keeps nothing
+    assert not skipped(suite, item)
