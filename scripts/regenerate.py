@@ -235,6 +235,7 @@ def repeat(source: Path, work: Path, scratch: Path, env: dict, args: RunSpec, pr
         return 0, ""
     runs = [first]
     timed = [read_timed(work)]
+    progress(f"process 1/{args.processes} done; it times something, so it runs in {args.processes - 1} more")
     for number in range(2, args.processes + 1):
         progress(f"process {number}/{args.processes}")
         again = scratch / f"repeat-{number}"
@@ -555,7 +556,14 @@ def regenerate(args) -> int:
                     return
             with printing:
                 if env_info is None:
+                    probing = not os.environ.get(run_env.NO_PROBE)
+                    if probing:
+                        print("probe: what an empty call and a compiled one cost on this machine, in a process "
+                              "of its own (scripts/probe.py; every manifest of this run keeps it) ...", flush=True)
+                    started = time.monotonic()
                     env_info = environment(args.device, probe=True)
+                    if probing:
+                        print(f"probe: measured in {time.monotonic() - started:.1f} s", flush=True)
             say(f"{prefix} running {snippet} ..." + (f" (beside up to {side_by_side - 1} others)"
                                                       if side_by_side > 1 else ""))
             ok, duration, detail = run_one(

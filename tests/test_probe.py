@@ -58,3 +58,4 @@ def test_every_record_the_recorder_makes_carries_the_probe(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = json.loads((tmp_path / "outputs" / "cpu" / "demo" / "hello" / "manifest.json").read_text())
     assert manifest["environment"]["probe"].get("op_us", 0) > 0, manifest["environment"]["probe"]
+    assert "probe: measured in" in done.stdout  # a contributor sees where the time before the snippet went
