@@ -37,15 +37,19 @@ for _name, _value in run_env.suite_defaults().items():
 
 
 class ShareRunId:
-    """xdist hands each worker the run's id, so all workers share one built site."""
+    """xdist hands each worker the run's id, so all workers share one built site, and the checkout's digest
+    as the run began, so all key their kept tests alike."""
 
     def pytest_configure_node(self, node):
         node.workerinput["mlc_run_id"] = node.config.option.mlc_run_id
+        node.workerinput["mlc_tree_key"] = node.config.option.mlc_tree_key
 
 
 def pytest_configure(config):
     if not hasattr(config, "workerinput"):
         config.option.mlc_run_id = uuid.uuid4().hex[:12]
+        # Taken before any test runs: a file a test makes in the checkout and removes does not move the key.
+        config.option.mlc_tree_key = tree_digest(tests=True)
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(ShareRunId())
         ALIVE.append(hold_alive(SITES, config.option.mlc_run_id))
@@ -317,10 +321,12 @@ def pytest_collection_modifyitems(config, items):
 # ------------------------------------------------------------------------------------------------ kept tests
 
 
-@functools.cache
-def tree_key() -> str | None:
-    """Every file git sees, the tests included: all that a test marked `kept` may read of the checkout."""
-    return tree_digest(tests=True)
+def tree_key(config) -> str | None:
+    """Every file git sees, the tests included, as the run began: all that a test marked `kept` may read of
+    the checkout."""
+    if hasattr(config, "workerinput"):
+        return config.workerinput.get("mlc_tree_key")
+    return getattr(config.option, "mlc_tree_key", None)
 
 
 def kept_key(item) -> str | None:
@@ -328,7 +334,7 @@ def kept_key(item) -> str | None:
     change a run (tests/run_cache.py); None where git cannot list the files (then nothing is kept)."""
     import run_cache
 
-    if (tree := tree_key()) is None:
+    if (tree := tree_key(item.config)) is None:
         return None
     return run_cache.key(tree, item.nodeid, env=run_env.keying(os.environ))
 

@@ -158,7 +158,7 @@ class Item:
     """What the kept-test hooks read of a test: its id, its `kept` marker and a stash."""
 
     def __init__(self, nodeid, kept=True):
-        self.nodeid, self.kept, self.stash = nodeid, kept, {}
+        self.nodeid, self.kept, self.stash, self.config = nodeid, kept, {}, None
 
     def get_closest_marker(self, name):
         return self.kept if name == "kept" else None
@@ -187,7 +187,7 @@ def test_a_kept_test_that_passed_is_skipped_until_a_file_changes(suite, tmp_path
     monkeypatch.setattr(run_cache, "CACHE", tmp_path / "runs")
     monkeypatch.delenv(run_cache.RERUN, raising=False)
     tree = {"digest": "checkout as it is"}
-    monkeypatch.setattr(suite, "tree_key", lambda: tree["digest"])
+    monkeypatch.setattr(suite, "tree_key", lambda config: tree["digest"])
     item = Item("tests/test_x.py::test_slow[a very long id " + "x" * 300 + "]")
     assert not skipped(suite, item)
     ran(suite, item, ("setup", True), ("call", False), ("teardown", True))  # failed: not kept
