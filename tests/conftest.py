@@ -300,10 +300,21 @@ def in_chapter(item, chosen: dict) -> bool:
     return False
 
 
+def paired_for_prefetch(runs: list, workers: int) -> list:
+    """`runs`, longest first, reordered for how xdist starts: worker i is handed the i-th unit and then the
+    (workers + i)-th before it runs either (a worker starts a test only once it knows the next). The first wave
+    goes out shortest first and the second longest first, so that the longest run is paired with the shortest
+    of the second wave: three runs of 163, 115 and 39 s on two workers take 163 s, not 163 + 39."""
+    first, second = runs[:workers], runs[workers:2 * workers]
+    return first[::-1] + second + runs[2 * workers:]
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: the pairing is of the runs that run
 def pytest_collection_modifyitems(config, items):
     """With `--dist loadgroup`: the browser's per-page tests spread over all workers (they are the slowest
-    part); fresh snippet runs spread too; the rest of each module stays on one worker. The longest runs go
-    first, so that no worker is left with one at the end while the other idles."""
+    part); fresh snippet runs spread too; the rest of each module stays on one worker. Fresh runs go before
+    the other single tests, longest first (paired for xdist's start, paired_for_prefetch), so that no worker is
+    left with one at the end while the other idles; xdist itself hands out groups of many tests first."""
     for item in items:
         module = item.module.__name__
         if module in ("test_browser", "test_facts"):
@@ -316,6 +327,9 @@ def pytest_collection_modifyitems(config, items):
     order = {item.nodeid: (0 if getattr(item, "originalname", "") == "test_fresh_run" else 1,
                            -expected_seconds(item)) for item in items}
     items.sort(key=lambda item: order[item.nodeid])  # stable: the rest keep their order
+    fresh = sum(1 for item in items if order[item.nodeid][0] == 0)
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:fresh] = paired_for_prefetch(items[:fresh], workers)
 
 
 # ------------------------------------------------------------------------------------------------ kept tests

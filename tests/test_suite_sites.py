@@ -203,3 +203,26 @@ def test_a_kept_test_that_passed_is_skipped_until_a_file_changes(suite, tmp_path
     assert not skipped(suite, item)
     ran(suite, item, ("setup", True), ("call", True), ("teardown", False))  # a failed teardown keeps nothing
     assert not skipped(suite, item)
+
+
+def xdist_start(durations: list[float], workers: int) -> list[float]:
+    """Each worker's busy time when xdist hands out units in this order: worker i gets the i-th and the
+    (workers + i)-th at the start, and a worker that finishes a unit takes the next one left."""
+    busy = [0.0] * workers
+    for i, seconds in enumerate(durations[:2 * workers]):
+        busy[i % workers] += seconds
+    for seconds in durations[2 * workers:]:
+        busy[busy.index(min(busy))] += seconds
+    return busy
+
+
+@pytest.mark.parametrize("durations", [[163, 115, 39], [163, 115, 39, 20], [240, 216, 196, 140, 78, 66, 66, 65]])
+def test_the_fresh_runs_are_paired_so_the_longest_does_not_wait_behind_another(suite, durations):
+    """The real-model chapter's three fresh runs (163, 115 and 39 s) took 206 s on two workers: xdist queued the
+    shortest behind the longest before either started. Paired, the longest runs with the shortest of the second
+    wave, and no worker ends later than it did in the order longest first."""
+    paired = suite.paired_for_prefetch(durations, 2)
+    assert sorted(paired) == sorted(durations)
+    assert max(xdist_start(paired, 2)) <= max(xdist_start(durations, 2))
+    assert max(xdist_start(suite.paired_for_prefetch([163, 115, 39], 2), 2)) == 163
+    assert suite.paired_for_prefetch([5, 4, 3], 1) == [5, 4, 3]  # one worker: the order is kept
