@@ -48,8 +48,9 @@ def results(page, query: str) -> list[list[str]]:
     page.keyboard.type(query, delay=20)  # Material searches on key events, which fill() skips
     page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
     found, previous = None, []
-    # In the ?h= of the first result's links once they are this query's: the page's own link carries only the
-    # terms its title matched (often none), a section's the whole query.
+    # In the ?h= of the first result's links once they are this query's. Material fills a link's ?h= with the
+    # query's terms that its own entry matched: the page's entry (its title and opening text) often matches
+    # none of them, the section that teaches the query all.
     last_term = re.split(r"[^0-9a-z]+", query.lower().strip())[-1]
     for _ in range(30):
         found = page.evaluate(
