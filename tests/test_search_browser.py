@@ -50,7 +50,7 @@ def results(page, query: str) -> list[list[str]]:
     found, previous = None, []
     # In the ?h= of the first result's links once they are this query's. Material fills a link's ?h= with the
     # query's terms that its own entry matched: the page's entry (its title and opening text) often matches
-    # none of them, the section that teaches the query all.
+    # none of them, the section that teaches the query usually all.
     last_term = re.split(r"[^0-9a-z]+", query.lower().strip())[-1]
     for _ in range(30):
         found = page.evaluate(

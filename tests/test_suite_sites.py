@@ -224,5 +224,8 @@ def test_the_fresh_runs_are_paired_so_the_longest_does_not_wait_behind_another(s
     paired = suite.paired_for_prefetch(durations, 2)
     assert sorted(paired) == sorted(durations)
     assert max(xdist_start(paired, 2)) <= max(xdist_start(durations, 2))
+
+
+def test_paired_the_chapter_s_runs_end_with_the_longest_and_one_worker_keeps_the_order(suite):
     assert max(xdist_start(suite.paired_for_prefetch([163, 115, 39], 2), 2)) == 163
-    assert suite.paired_for_prefetch([5, 4, 3], 1) == [5, 4, 3]  # one worker: the order is kept
+    assert suite.paired_for_prefetch([5, 4, 3], 1) == [5, 4, 3]
